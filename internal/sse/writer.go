@@ -1,0 +1,93 @@
+package sse
+
+import (
+	"bytes"
+	"io"
+	"strconv"
+)
+
+// Writer writes events to w and flushes after each one if w has a Flush
+// method (http.ResponseWriter's flusher, or bufio.Writer).
+type Writer struct {
+	w   io.Writer
+	buf []byte
+}
+
+// NewWriter returns a Writer on w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Event writes one event with the given type (omitted when empty) and data.
+// Data containing newlines is split into several data lines.
+func (w *Writer) Event(typ string, data []byte) error {
+	return w.write(typ, "", data)
+}
+
+// EventID writes an event that also carries an id field.
+func (w *Writer) EventID(typ, id string, data []byte) error {
+	return w.write(typ, id, data)
+}
+
+// Comment writes a comment line, which keeps idle connections alive.
+func (w *Writer) Comment(text string) error {
+	w.buf = append(w.buf[:0], ':')
+	if text != "" {
+		w.buf = append(w.buf, ' ')
+		w.buf = append(w.buf, text...)
+	}
+	w.buf = append(w.buf, '\n', '\n')
+	return w.flush()
+}
+
+// Retry writes a retry field telling the client how long to wait before it
+// reconnects.
+func (w *Writer) Retry(ms int) error {
+	w.buf = append(w.buf[:0], "retry: "...)
+	w.buf = strconv.AppendInt(w.buf, int64(ms), 10)
+	w.buf = append(w.buf, '\n', '\n')
+	return w.flush()
+}
+
+func (w *Writer) write(typ, id string, data []byte) error {
+	b := w.buf[:0]
+	if typ != "" {
+		b = append(b, "event: "...)
+		b = append(b, typ...)
+		b = append(b, '\n')
+	}
+	if id != "" {
+		b = append(b, "id: "...)
+		b = append(b, id...)
+		b = append(b, '\n')
+	}
+	for {
+		i := bytes.IndexAny(data, "\r\n")
+		b = append(b, "data: "...)
+		if i < 0 {
+			b = append(b, data...)
+			b = append(b, '\n')
+			break
+		}
+		b = append(b, data[:i]...)
+		b = append(b, '\n')
+		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
+			i++
+		}
+		data = data[i+1:]
+	}
+	b = append(b, '\n')
+	w.buf = b
+	return w.flush()
+}
+
+func (w *Writer) flush() error {
+	if _, err := w.w.Write(w.buf); err != nil {
+		return err
+	}
+	switch f := w.w.(type) {
+	case interface{ Flush() error }:
+		return f.Flush()
+	case interface{ Flush() }:
+		f.Flush()
+	}
+	return nil
+}
