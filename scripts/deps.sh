@@ -39,7 +39,9 @@ stamp=test/node_modules/.apiary-lock.sha256
 want=$(sha256sum test/package-lock.json | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || [ ! -x test/node_modules/.bin/claude ]; then
 	say "installing Node packages from test/package-lock.json"
-	(cd test && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+	# npm ci rejects this lock (an optional Windows-only dependency of vite has no
+	# lock entry); npm install --no-save installs exactly the locked versions.
+	(cd test && npm install --no-save --no-audit --no-fund --loglevel=error >/dev/null)
 	echo "$want" >"$stamp"
 fi
 
