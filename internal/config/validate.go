@@ -1,0 +1,115 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+)
+
+// Providers the gateway knows; an upstream may name one or leave it empty.
+var providers = []string{"anthropic", "openai", "azure", "gemini", "ollama", "openai-compatible"}
+
+// Defaults used when the file leaves a field out.
+const (
+	DefaultGatewayListen = "127.0.0.1:7420"
+	DefaultLedger        = ".apiary/state.db"
+)
+
+type validator struct {
+	file  string
+	lines map[string]int
+	errs  Errors
+}
+
+func (v *validator) errorf(path, format string, args ...any) {
+	v.errs = append(v.errs, &Error{File: v.file, Line: v.lines[path], Field: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// validate checks cross-field rules and fills defaults; lines maps field
+// paths to the lines the decoder found them on.
+func (c *Config) validate(file string, lines map[string]int) Errors {
+	v := &validator{file: file, lines: lines}
+	g := &c.Gateway
+	if g.Listen == "" {
+		g.Listen = DefaultGatewayListen
+	} else if _, _, err := net.SplitHostPort(g.Listen); err != nil {
+		v.errorf("gateway.listen", "must be HOST:PORT: %v", err)
+	}
+	if g.Ledger == "" {
+		g.Ledger = DefaultLedger
+	}
+	names := map[string]bool{}
+	for i := range g.Upstreams {
+		u := &g.Upstreams[i]
+		p := fmt.Sprintf("gateway.upstreams[%d]", i)
+		switch {
+		case u.Name == "":
+			v.errorf(p+".name", "required")
+		case names[u.Name]:
+			v.errorf(p+".name", "duplicate upstream name %q", u.Name)
+		}
+		names[u.Name] = true
+		if pu, err := url.Parse(u.URL); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			v.errorf(p+".url", "must be an absolute http(s) URL, got %q", u.URL)
+		}
+		if u.Provider != "" && !slices.Contains(providers, u.Provider) {
+			v.errorf(p+".provider", "unknown provider %q (known: %v)", u.Provider, providers)
+		}
+		if u.MaxConcurrency < 0 {
+			v.errorf(p+".max_concurrency", "must not be negative")
+		}
+		if u.AgentMaxConc < 0 {
+			v.errorf(p+".agent_max_concurrency", "must not be negative")
+		}
+		for name, val := range map[string]int64{"rpm": u.Limits.RPM, "tpm": u.Limits.TPM, "itpm": u.Limits.ITPM, "otpm": u.Limits.OTPM} {
+			if val < 0 {
+				v.errorf(p+".limits."+name, "must not be negative")
+			}
+		}
+	}
+	for name, a := range g.Agents {
+		p := "gateway.agents." + name
+		if a.BudgetUSD < 0 {
+			v.errorf(p+".budget_usd", "must not be negative")
+		}
+		if a.BudgetTokens < 0 {
+			v.errorf(p+".budget_tokens", "must not be negative")
+		}
+		if a.MaxConcurrency < 0 {
+			v.errorf(p+".max_concurrency", "must not be negative")
+		}
+	}
+	if g.Queue.MaxWaiting < 0 {
+		v.errorf("gateway.queue.max_waiting", "must not be negative")
+	}
+	if g.Retry.MaxAttempts < 0 {
+		v.errorf("gateway.retry.max_attempts", "must not be negative")
+	}
+	if g.Retry.Base > 0 && g.Retry.Max > 0 && g.Retry.Base > g.Retry.Max {
+		v.errorf("gateway.retry.base", "must not exceed gateway.retry.max")
+	}
+	if d := g.AIMD.Decrease; d != 0 && (d <= 0 || d >= 1) {
+		v.errorf("gateway.aimd.decrease", "must be between 0 and 1 (exclusive), got %v", d)
+	}
+	if r := g.Breaker.FailureRate; r != 0 && (r <= 0 || r > 1) {
+		v.errorf("gateway.breaker.failure_rate", "must be in (0, 1], got %v", r)
+	}
+	if g.Breaker.Probes < 0 {
+		v.errorf("gateway.breaker.probes", "must not be negative")
+	}
+	if g.InjectIncludeUsage == nil {
+		t := true
+		g.InjectIncludeUsage = &t
+	}
+	for model, p := range c.Prices {
+		path := "prices." + model
+		for name, val := range map[string]float64{"input": p.Input, "output": p.Output, "cache_write_5m": p.CacheWrite5m, "cache_write_1h": p.CacheWrite1h, "cache_read": p.CacheRead} {
+			if val < 0 {
+				v.errorf(path+"."+name, "must not be negative")
+			}
+		}
+	}
+	slices.SortStableFunc(v.errs, func(a, b *Error) int { return a.Line - b.Line })
+	return v.errs
+}
