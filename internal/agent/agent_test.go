@@ -206,4 +206,3 @@ func TestReportParser(t *testing.T) {
 		t.Error("a run without a result event must have no report")
 	}
 }
-

@@ -17,6 +17,8 @@ surface, a runtime that runs a DAG of task envelopes in git worktrees behind
 invariant gates, and a self-organizing swarm mode.`,
 		subs: []*command{
 			versionCommand(),
+			capCommand(),
+			simCommand(),
 		},
 	}
 	root.subs = append([]*command{helpCommand(root)}, root.subs...)
@@ -60,4 +62,3 @@ func exactArgs(args []string, n int, what string) error {
 	}
 	return nil
 }
-

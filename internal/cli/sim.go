@@ -1,0 +1,332 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+
+	"github.com/apiary-dev/apiary/internal/sim"
+)
+
+func simCommand() *command {
+	return &command{
+		name:    "sim",
+		summary: "answer how many agents before spending: scaling, voting, fan-out, collisions",
+		help: `Analytical models for sizing a swarm. Each prints a short human summary, or a
+JSON object with --json.`,
+		subs: []*command{simUSLCommand(), simVoteCommand(), simBarrierCommand(), simQuorumCommand(), simCollisionCommand()},
+	}
+}
+
+// required returns a usage error naming the first flag of names that was not
+// given on the command line.
+func required(fs *flag.FlagSet, names ...string) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, n := range names {
+		if !set[n] {
+			return usagef("missing --%s", n)
+		}
+	}
+	return nil
+}
+
+// simErr turns a model's parameter error into a usage error naming the flag.
+func simErr(err error) error {
+	var pe *sim.ParamError
+	if errors.As(err, &pe) {
+		return usagef("--%s must be %s, got %s", pe.Param, pe.Want, pe.Value)
+	}
+	return err
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func simUSLCommand() *command {
+	return &command{
+		name:    "usl",
+		summary: "speedup and time with M workers under the universal scalability law",
+		help: `Evaluates speedup(M) = 1/((1-f) + f/M + sigma(M-1) + kappa*M(M-1)), the time
+T_M = T1/speedup(M), issue 8's M* = sqrt((f-sigma)/kappa), and the worker count
+where speedup actually peaks.
+
+With --fit FILE, fits f, sigma, kappa and T1 by least squares (f in [0, 1],
+sigma and kappa >= 0) to measurements, one "M seconds" row per line ('#'
+starts a comment), then evaluates the fitted law at --m (default: the largest
+measured M). FILE "-" reads standard input.`,
+		setup: func(fs *flag.FlagSet) runFunc {
+			f := fs.Float64("f", 0, "parallelisable fraction of the work, in [0, 1]")
+			sigma := fs.Float64("sigma", 0, "contention cost per extra worker (>= 0)")
+			kappa := fs.Float64("kappa", 0, "crosstalk cost per pair of workers (>= 0)")
+			t1 := fs.Float64("t1", 0, "time with one worker, in `seconds`")
+			m := fs.Float64("m", 0, "number of workers to evaluate")
+			fit := fs.String("fit", "", "fit the law to measurements in `file` (rows \"M seconds\")")
+			asJSON := fs.Bool("json", false, "print a JSON object")
+			return func(ctx context.Context, e *env, args []string) error {
+				if err := noArgs(args); err != nil {
+					return err
+				}
+				var u sim.USL
+				var stats *sim.FitStats
+				if *fit != "" {
+					set := map[string]bool{}
+					fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+					for _, n := range []string{"f", "sigma", "kappa", "t1"} {
+						if set[n] {
+							return usagef("--%s cannot be combined with --fit", n)
+						}
+					}
+					pts, err := readPoints(e, *fit)
+					if err != nil {
+						return err
+					}
+					var st sim.FitStats
+					if u, *t1, st, err = sim.FitUSL(pts); err != nil {
+						return err
+					}
+					stats = &st
+					if !set["m"] {
+						for _, p := range pts {
+							*m = max(*m, p.M)
+						}
+					}
+				} else {
+					if err := required(fs, "f", "sigma", "kappa", "t1", "m"); err != nil {
+						return err
+					}
+					u = sim.USL{F: *f, Sigma: *sigma, Kappa: *kappa}
+				}
+				r, err := u.Analyze(*t1, *m)
+				if err != nil {
+					return simErr(err)
+				}
+				r.Fit = stats
+				if *asJSON {
+					return writeJSON(e.stdout, r)
+				}
+				return printUSL(e.stdout, r)
+			}
+		},
+	}
+}
+
+func readPoints(e *env, name string) ([]sim.Point, error) {
+	if name == "-" {
+		return sim.ParsePoints(e.stdin)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	pts, err := sim.ParsePoints(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return pts, nil
+}
+
+func printUSL(w io.Writer, r sim.USLReport) error {
+	var b strings.Builder
+	if r.Fit != nil {
+		fmt.Fprintf(&b, "fit:        %d points, rmse %.4g s, r2 %.4f\n", r.Fit.Points, r.Fit.RMSE, r.Fit.R2)
+	}
+	fmt.Fprintf(&b, "law:        f %.4g, sigma %.4g, kappa %.4g, T1 %.4g s\n", r.F, r.Sigma, r.Kappa, r.T1)
+	fmt.Fprintf(&b, "at M = %g:   speedup %.4g, T_M %.4g s\n", r.M, r.Speedup, r.TM)
+	if r.MStar != nil {
+		fmt.Fprintf(&b, "M*:         %.4g = sqrt((f-sigma)/kappa), speedup there %.4g\n", *r.MStar, *r.SpeedupAtMStar)
+	} else {
+		b.WriteString("M*:         unbounded (kappa = 0)\n")
+	}
+	if r.MPeak != nil {
+		fmt.Fprintf(&b, "peak:       speedup %.4g at M %.4g", *r.SpeedupAtMPeak, *r.MPeak)
+		if r.BestM != nil {
+			fmt.Fprintf(&b, "; best whole M %d (speedup %.4g)", *r.BestM, *r.SpeedupAtBestM)
+		}
+		b.WriteString("\n")
+		if r.MStar != nil && math.Abs(*r.MStar-*r.MPeak) > 0.01**r.MPeak {
+			b.WriteString("note:       M* (issue 8's formula) is not where this speedup curve peaks\n")
+		}
+	} else {
+		b.WriteString("peak:       none: speedup grows with M (sigma = kappa = 0)\n")
+	}
+	if r.SpeedupBound != nil {
+		fmt.Fprintf(&b, "bound:      speedup < 1/(1-f) = %.4g\n", *r.SpeedupBound)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func simVoteCommand() *command {
+	return &command{
+		name:    "vote",
+		summary: "how often M voting agents fail, independent vs correlated",
+		help: `M voters (reviewers, judges, replicas) are each wrong with probability p.
+Prints the probability that a majority (more than M/2; a tie is not a
+majority) and that all of them are wrong, when errors are independent and when
+any two voters' errors have correlation rho (beta-binomial model).`,
+		setup: func(fs *flag.FlagSet) runFunc {
+			m := fs.Int("m", 0, "number of voters")
+			p := fs.Float64("p", 0, "probability that one voter is wrong, in [0, 1]")
+			rho := fs.Float64("rho", 0, "pairwise correlation of errors, in [0, 1]")
+			asJSON := fs.Bool("json", false, "print a JSON object")
+			return func(ctx context.Context, e *env, args []string) error {
+				if err := noArgs(args); err != nil {
+					return err
+				}
+				if err := required(fs, "m", "p", "rho"); err != nil {
+					return err
+				}
+				r, err := sim.Vote(*m, *p, *rho)
+				if err != nil {
+					return simErr(err)
+				}
+				if *asJSON {
+					return writeJSON(e.stdout, r)
+				}
+				_, err = fmt.Fprintf(e.stdout, "%d voters, each wrong with p %g, pairwise correlation rho %g\n"+
+					"                independent  correlated\n"+
+					"majority wrong  %11s  %10s\n"+
+					"all wrong       %11s  %10s\n",
+					r.M, r.P, r.Rho, pct(r.MajorityFailIndep), pct(r.MajorityFailCorr), pct(r.UnanimousFailIndep), pct(r.UnanimousFailCorr))
+				return err
+			}
+		},
+	}
+}
+
+// pct renders a probability as a percentage to 3 significant figures.
+func pct(p float64) string { return fmt.Sprintf("%.3g%%", 100*p) }
+
+func simBarrierCommand() *command {
+	return &command{
+		name:    "barrier",
+		summary: "probability that all N parallel tasks finish by one task's f-quantile",
+		help: `A barrier waits for all N independent tasks. Prints the probability that all
+of them finish by the time a single task finishes with probability f: f^N.`,
+		setup: func(fs *flag.FlagSet) runFunc {
+			n := fs.Int("n", 0, "number of parallel tasks")
+			f := fs.Float64("f", 0, "quantile of one task's duration, in [0, 1]")
+			asJSON := fs.Bool("json", false, "print a JSON object")
+			return func(ctx context.Context, e *env, args []string) error {
+				if err := noArgs(args); err != nil {
+					return err
+				}
+				if err := required(fs, "n", "f"); err != nil {
+					return err
+				}
+				r, err := sim.Barrier(*n, *f)
+				if err != nil {
+					return simErr(err)
+				}
+				if *asJSON {
+					return writeJSON(e.stdout, r)
+				}
+				_, err = fmt.Fprintf(e.stdout, "P(all %d done by their %g-quantile) = %.4g\n", r.N, r.F, r.P)
+				return err
+			}
+		},
+	}
+}
+
+func simQuorumCommand() *command {
+	return &command{
+		name:    "quorum",
+		summary: "probability that K of N parallel tasks finish by one task's f-quantile",
+		help: `A quorum continues once K of N independent tasks are done. Prints the
+probability that at least K finish by the time a single task finishes with
+probability f.`,
+		setup: func(fs *flag.FlagSet) runFunc {
+			n := fs.Int("n", 0, "number of parallel tasks")
+			k := fs.Int("k", 0, "number of tasks needed")
+			f := fs.Float64("f", 0, "quantile of one task's duration, in [0, 1]")
+			asJSON := fs.Bool("json", false, "print a JSON object")
+			return func(ctx context.Context, e *env, args []string) error {
+				if err := noArgs(args); err != nil {
+					return err
+				}
+				if err := required(fs, "n", "k", "f"); err != nil {
+					return err
+				}
+				r, err := sim.Quorum(*n, *k, *f)
+				if err != nil {
+					return simErr(err)
+				}
+				if *asJSON {
+					return writeJSON(e.stdout, r)
+				}
+				_, err = fmt.Fprintf(e.stdout, "P(at least %d of %d done by their %g-quantile) = %.4g\n", r.K, r.N, r.F, r.P)
+				return err
+			}
+		},
+	}
+}
+
+func simCollisionCommand() *command {
+	return &command{
+		name:    "collision",
+		summary: "probability that N workers' write sets do not overlap",
+		help: `N workers each write W distinct files out of FILES. Prints the probability
+that no file is written by two workers. With files chosen uniformly it is
+computed exactly, and the closed form exp(-N(N-1)W^2/(2 FILES)) is shown as an
+approximation. With --zipf S, file popularity follows Zipf's law with exponent
+S (the file of rank r is drawn with weight r^-S) and the probability is
+estimated by seeded Monte Carlo.`,
+		setup: func(fs *flag.FlagSet) runFunc {
+			n := fs.Int("n", 0, "number of workers")
+			w := fs.Int("w", 0, "files written by each worker")
+			files := fs.Int("files", 0, "number of files in the repository")
+			zipf := fs.Float64("zipf", 0, "Zipf exponent of file popularity (enables Monte Carlo)")
+			trials := fs.Int("trials", 10000, "Monte Carlo trials")
+			seed := fs.Uint64("seed", 1, "Monte Carlo random seed")
+			asJSON := fs.Bool("json", false, "print a JSON object")
+			return func(ctx context.Context, e *env, args []string) error {
+				if err := noArgs(args); err != nil {
+					return err
+				}
+				if err := required(fs, "n", "w", "files"); err != nil {
+					return err
+				}
+				zipfSet := false
+				fs.Visit(func(f *flag.Flag) { zipfSet = zipfSet || f.Name == "zipf" })
+				var r sim.CollisionReport
+				var err error
+				if zipfSet {
+					rng := rand.New(rand.NewPCG(*seed, 0x61706961727973))
+					r, err = sim.CollisionZipf(rng, *n, *w, *files, *zipf, *trials)
+					r.Seed = seed
+				} else {
+					r, err = sim.CollisionUniform(*n, *w, *files)
+				}
+				if err != nil {
+					return simErr(err)
+				}
+				if *asJSON {
+					return writeJSON(e.stdout, r)
+				}
+				var b strings.Builder
+				if zipfSet {
+					fmt.Fprintf(&b, "%d workers x %d files each, %d files, zipf s %g\n", r.N, r.W, r.Files, *r.Zipf)
+					fmt.Fprintf(&b, "P(no shared file) ~ %.4f +- %.4f (Monte Carlo, %d trials, seed %d)\n", r.PNoCollision, *r.StdErr, r.Trials, *r.Seed)
+				} else {
+					fmt.Fprintf(&b, "%d workers x %d files each, %d files, uniform\n", r.N, r.W, r.Files)
+					fmt.Fprintf(&b, "P(no shared file) = %.4g (exact)\n", r.PNoCollision)
+					fmt.Fprintf(&b, "closed form exp(-N(N-1)W^2/(2 FILES)) = %.4g (approximation)\n", *r.PApprox)
+				}
+				_, err = io.WriteString(e.stdout, b.String())
+				return err
+			}
+		},
+	}
+}
