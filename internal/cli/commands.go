@@ -19,6 +19,7 @@ invariant gates, and a self-organizing swarm mode.`,
 			versionCommand(),
 			capCommand(),
 			simCommand(),
+			planCommand(),
 		},
 	}
 	root.subs = append([]*command{helpCommand(root)}, root.subs...)

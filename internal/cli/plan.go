@@ -1,0 +1,179 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/apiary-dev/apiary/internal/git"
+	"github.com/apiary-dev/apiary/internal/plan"
+)
+
+func planCommand() *command {
+	return &command{
+		name:    "plan",
+		summary: "validate and analyse plan files",
+		help: `A plan file (YAML or JSON, schema in docs/schema/plan.json) lists agent
+profiles and a DAG of tasks: each with an objective, an agent, dependencies,
+a write scope, sealed paths, check commands, forbidden diff patterns, a
+budget and an estimate. These commands check a plan and predict what
+running it in parallel can gain, without running anything.`,
+		subs: []*command{planValidateCommand(), planAnalyzeCommand()},
+	}
+}
+
+func planValidateCommand() *command {
+	return &command{
+		name:    "validate",
+		args:    "PLAN",
+		summary: "check a plan file against the schema and the DAG rules",
+		help: `Checks PLAN ("-" reads stdin) against the plan schema and the rules a schema
+cannot express: unique task ids matching [a-z0-9-]{1,64}, known dependencies
+and agents, no dependency cycle, write scopes and sealed paths inside the
+repository. With --repo it also checks the repository side: the integration
+branch exists (by default, the current branch) and no tracked file has
+uncommitted changes.
+
+Every problem is printed on stderr as FILE:LINE:COL: FIELD: MESSAGE and the
+exit status is 1; a valid plan prints a one-line summary.`,
+		setup: func(fs *flag.FlagSet) runFunc {
+			repo := fs.String("repo", "", "also check the git repository in `DIR`")
+			return func(ctx context.Context, e *env, args []string) error {
+				if err := exactArgs(args, 1, "PLAN"); err != nil {
+					return err
+				}
+				p, err := loadPlan(e, args[0])
+				if err != nil {
+					return err
+				}
+				branch := ""
+				if *repo != "" {
+					if branch, err = p.CheckRepo(ctx, git.New(*repo, git.Options{})); err != nil {
+						return reportPlanErrors(e, err)
+					}
+				}
+				fmt.Fprintf(e.stdout, "%s: ok: %d tasks, %d agent profiles", p.File, len(p.Tasks), len(p.Agents))
+				if branch != "" {
+					fmt.Fprintf(e.stdout, ", integrating into %s", branch)
+				}
+				fmt.Fprintln(e.stdout)
+				return nil
+			}
+		},
+	}
+}
+
+func planAnalyzeCommand() *command {
+	return &command{
+		name:    "analyze",
+		args:    "PLAN",
+		summary: "predict work, critical path, makespan and speedup of a plan",
+		help: `Analyses PLAN ("-" reads stdin) from the tasks' estimate_s (60 s when absent):
+
+  work          the sum of the estimates: the time of one worker
+  critical path the longest dependency chain, the least time with any workers
+  width         the most tasks on one level (level = longest chain of
+                dependencies before a task); such tasks never depend on each
+                other, so this is an antichain, a lower bound on the maximum one
+  makespan      a list schedule on P workers that always starts the ready task
+                with the longest remaining chain (critical-path-first)
+  speedup       work / makespan, next to the work-span bound min(P, work/cp)
+                and Amdahl's bound with the serial fraction of the plan
+
+--json prints the same as an object with work_s, critical_path,
+critical_path_s, width, makespan_s, speedup and more.`,
+		setup: func(fs *flag.FlagSet) runFunc {
+			workers := fs.Int("workers", 0, "schedule on `P` workers (default: the plan's max_parallel)")
+			asJSON := fs.Bool("json", false, "print the analysis as a JSON object")
+			schedule := fs.Bool("schedule", false, "include each task's worker, start and finish")
+			return func(ctx context.Context, e *env, args []string) error {
+				if err := exactArgs(args, 1, "PLAN"); err != nil {
+					return err
+				}
+				if *workers < 0 {
+					return usagef("--workers must be positive, got %d", *workers)
+				}
+				p, err := loadPlan(e, args[0])
+				if err != nil {
+					return err
+				}
+				a := p.Analyze(*workers)
+				if !*schedule {
+					a.Schedule = nil
+				}
+				if *asJSON {
+					enc := json.NewEncoder(e.stdout)
+					enc.SetIndent("", "  ")
+					return enc.Encode(a)
+				}
+				return printAnalysis(e.stdout, p.File, a)
+			}
+		},
+	}
+}
+
+// loadPlan reads and parses a plan; validation problems are printed and
+// become errSilent.
+func loadPlan(e *env, name string) (*plan.Plan, error) {
+	var data []byte
+	var err error
+	file := name
+	if name == "-" {
+		file = "<stdin>"
+		data, err = io.ReadAll(io.LimitReader(e.stdin, 64<<20))
+	} else {
+		data, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err := plan.Parse(file, data)
+	if err != nil {
+		return nil, reportPlanErrors(e, err)
+	}
+	return p, nil
+}
+
+func reportPlanErrors(e *env, err error) error {
+	var errs plan.Errors
+	if !errors.As(err, &errs) {
+		return err
+	}
+	for _, fe := range errs {
+		fmt.Fprintln(e.stderr, fe)
+	}
+	return errSilent
+}
+
+func printAnalysis(w io.Writer, file string, a *plan.Analysis) error {
+	secs := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) + " s" }
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s: %d tasks on %d workers\n", file, a.Tasks, a.Workers)
+	fmt.Fprintf(tw, "work\t%s\n", secs(a.WorkS))
+	fmt.Fprintf(tw, "critical path\t%s\t%s\n", secs(a.CriticalPathS), strings.Join(a.CriticalPath, " → "))
+	fmt.Fprintf(tw, "width\t%d\t(%s over %d levels; peak parallelism %d)\n", a.Width, strings.ReplaceAll(a.WidthKind, "_", " "), a.Levels, a.PeakParallelism)
+	fmt.Fprintf(tw, "makespan\t%s\t(list schedule, critical path first)\n", secs(a.MakespanS))
+	fmt.Fprintf(tw, "speedup\t%.2f\t(work-span bound %.2f; Amdahl bound %.2f with serial fraction %.2f)\n", a.Speedup, a.SpanBound, a.AmdahlBound, a.SerialFraction)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if a.DefaultedEstimates > 0 {
+		fmt.Fprintf(w, "note: %d task(s) have no estimate_s and count as %v s\n", a.DefaultedEstimates, plan.DefaultEstimateS)
+	}
+	if len(a.Schedule) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "\ntask\tworker\tstart\tfinish")
+		for _, s := range a.Schedule {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", s.ID, s.Worker, secs(s.StartS), secs(s.FinishS))
+		}
+		return tw.Flush()
+	}
+	return nil
+}
