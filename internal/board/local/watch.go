@@ -1,0 +1,101 @@
+package local
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/apiary-dev/apiary/internal/board"
+)
+
+// watchBatch bounds how many revisions one read of the event log spans.
+const watchBatch = 256
+
+// Watch reads the event log from revision from on, then waits for the next
+// announcement (a local commit, or the reaper noticing another process's)
+// and reads again.
+func (b *backend) Watch(ctx context.Context, prefix string, from int64, yield func([]board.Event) bool) error {
+	if from <= 0 {
+		rev, err := b.Revision(ctx)
+		if err != nil {
+			return err
+		}
+		from = rev + 1
+	}
+	b.watches.Add(1)
+	defer b.watches.Add(-1)
+	b.poke() // start polling for other processes' writes
+	next := from
+	for {
+		wake := b.changes() // before reading, so no announcement is missed
+		evs, upto, head, err := b.readEvents(ctx, prefix, next)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return b.dbErr(err)
+		}
+		if len(evs) > 0 && !yield(evs) {
+			return nil
+		}
+		if upto >= next {
+			next = upto + 1
+		}
+		if next <= head {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-b.life.Done():
+			return board.ErrClosed
+		case <-wake:
+		}
+	}
+}
+
+// readEvents returns the events under prefix with revisions next..upto, where
+// upto is at most watchBatch revisions past next and at most head, the
+// current revision. It fails with ErrCompacted if next is below the
+// compaction point.
+func (b *backend) readEvents(ctx context.Context, prefix string, next int64) (evs []board.Event, upto, head int64, err error) {
+	tx, err := b.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer tx.Rollback()
+	if head, err = metaValue(ctx, tx, "revision"); err != nil {
+		return nil, 0, 0, err
+	}
+	compacted, err := metaValue(ctx, tx, "compacted")
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if next < compacted {
+		return nil, 0, 0, fmt.Errorf("watch from revision %d, compacted at %d: %w", next, compacted, board.ErrCompacted)
+	}
+	upto = min(head, next+watchBatch-1)
+	if upto < next {
+		return nil, upto, head, nil
+	}
+	cond, args := prefixRange(prefix)
+	rows, err := tx.QueryContext(ctx,
+		`SELECT rev, type, key, value, create_rev, lease FROM events WHERE rev >= ? AND rev <= ? AND `+cond+` ORDER BY rev, seq`,
+		append([]any{next, upto}, args...)...)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ev board.Event
+		var typ int
+		var key []byte
+		var lease int64
+		if err := rows.Scan(&ev.Revision, &typ, &key, &ev.Value, &ev.CreateRevision, &lease); err != nil {
+			return nil, 0, 0, err
+		}
+		ev.Type, ev.Key, ev.Lease = board.EventType(typ), string(key), board.LeaseID(lease)
+		evs = append(evs, ev)
+	}
+	return evs, upto, head, rows.Err()
+}
