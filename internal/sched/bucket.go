@@ -94,6 +94,12 @@ type Bucket struct {
 	lastAt  time.Time // latest debit time recorded; records are monotone
 	trimmed bool      // slots before h0 were dropped
 	far     time.Time // latest debit too far ahead to be itemized
+
+	// seq sums every debit ever taken, in reservation order. A reservation
+	// remembers seq just after its own debit, so that its observation can
+	// tell exactly which debits came after it (see Reservation.Observe);
+	// the per-slot history above can only bound them.
+	seq float64
 }
 
 // NewBucket returns a full bucket with rate r refilled by mode.
@@ -157,6 +163,7 @@ func (b *Bucket) take(now, t time.Time, n int64) {
 		b.contTake(now, t, float64(n))
 	}
 	b.record(now, t, float64(n))
+	b.seq += float64(n)
 }
 
 // Settle reconciles a reservation of reserved tokens, sent at sent, with the
@@ -240,12 +247,16 @@ func (b *Bucket) settle(now time.Time, d float64, sent time.Time, atEnd bool) {
 // Reset times are hints with clock skew and often whole seconds: pass them
 // rounded up, with a margin, or the bucket may refill before the server.
 func (b *Bucket) Observe(limit, remaining int64, reset, sent time.Time) {
-	b.observe(limit, remaining, reset, sent, 0)
+	b.observe(limit, remaining, reset, sent, 0, -1)
 }
 
 // observe is Observe knowing that own of the debits at sent belong to the
 // request whose headers these are, which the server had already counted.
-func (b *Bucket) observe(limit, remaining int64, reset, sent time.Time, own float64) {
+//
+// after, when not negative, is the bucket's seq just after the observed
+// request's own debit: in Step mode the debits made since are then known
+// exactly. (Continuous mode works on the per-slot history either way.)
+func (b *Bucket) observe(limit, remaining int64, reset, sent time.Time, own, after float64) {
 	if limit > 0 {
 		b.learn(limit, sent)
 	}
@@ -253,15 +264,24 @@ func (b *Bucket) observe(limit, remaining int64, reset, sent time.Time, own floa
 		return
 	}
 	b.start(sent)
-	later, covered := b.since(sent)
-	if !covered {
-		// Without the debits since sent, fall back on our own count,
-		// which (for a single client) already includes them.
-		later = 0
+	var later float64
+	covered := true
+	if after >= 0 && b.mode == Step {
+		// Exactly the debits reserved after the observed request. Ones
+		// reserved before it but not yet seen by the server stay in our own
+		// count, which the observation can only raise.
+		later = max(b.seq-after, 0)
+	} else {
+		later, covered = b.since(sent)
+		if !covered {
+			// Without the debits since sent, fall back on our own count,
+			// which (for a single client) already includes them.
+			later = 0
+		}
+		// The server's figures include the observed request itself: take
+		// it out of what it had not seen.
+		later -= min(max(own, 0), later)
 	}
-	// The server's figures include the observed request itself: take it
-	// out of what it had not seen.
-	later -= min(max(own, 0), later)
 	if b.mode == Step {
 		b.stepObserve(float64(remaining), later, reset, sent)
 	} else {

@@ -99,6 +99,8 @@ type Reservation struct {
 	l    *Limiter
 	cost Cost
 	done bool
+	// seq is each bucket's debit counter just after this reservation.
+	seq [numDims]float64
 }
 
 // Reserve debits c (the estimate: input tokens, and max_tokens for output)
@@ -116,6 +118,7 @@ func (l *Limiter) Reserve(now time.Time, c Cost) Reservation {
 	// Every dimension is debited at the time the request will really go.
 	for d := range numDims {
 		l.b[d].take(now, r.ReadyAt, c.of(d))
+		r.seq[d] = l.b[d].seq
 	}
 	return r
 }
@@ -204,7 +207,7 @@ func (r *Reservation) Observe(d Dim, limit, remaining int64, reset time.Time) {
 	}
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
-	r.l.b[d].observe(limit, remaining, reset, r.ReadyAt, float64(r.cost.of(d)))
+	r.l.b[d].observe(limit, remaining, reset, r.ReadyAt, float64(r.cost.of(d)), r.seq[d])
 }
 
 // PauseUntil admits nothing before t, in dimension d or in all of them
