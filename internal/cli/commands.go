@@ -20,6 +20,8 @@ invariant gates, and a self-organizing swarm mode.`,
 			capCommand(),
 			simCommand(),
 			planCommand(),
+			mockllmCommand(),
+			benchCommand(),
 		},
 	}
 	root.subs = append([]*command{helpCommand(root)}, root.subs...)

@@ -1,0 +1,133 @@
+package llmfake
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// WorkingDirPattern finds the working directory that agent CLIs state in
+// their prompt (Claude Code: " - Primary working directory: /path" in its
+// environment block); the first match in the system prompt or the messages
+// replaces {{cwd}} in scripts.
+const WorkingDirPattern = `(?m)^[ \t]*-?[ \t]*(?:Primary )?[Ww]orking directory:[ \t]*(\S[^\r\n]*?)[ \t]*$`
+
+var (
+	workingDirRe = regexp.MustCompile(WorkingDirPattern)
+	yamlLineRe   = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+)
+
+// toolResult is the last tool result of one step of a conversation.
+type toolResult struct {
+	present bool
+	content string
+	isError bool
+}
+
+// convo is a request in provider-neutral form: what scripts match on, what
+// the reply needs, and the text the input tokens are estimated from.
+type convo struct {
+	model        string
+	stream       bool
+	maxTokens    int // 0: the request set none
+	includeUsage bool
+	hasTools     bool
+
+	system    string
+	firstUser string
+	texts     []string // system and message text, for the working directory
+	chars     int      // bytes the input tokens are estimated from
+
+	// steps counts assistant turns in the history; results[j] is the last
+	// tool result after assistant turn j-1 (results[steps] is the one the
+	// current request carries).
+	steps   int
+	results []toolResult
+
+	embed *embedSpec // embeddings requests only
+
+	inAssistant bool
+	userSeen    int // 0 none, 1 inside the first user message, 2 after it
+}
+
+func newConvo() *convo {
+	return &convo{results: make([]toolResult, 1, 4)}
+}
+
+func (c *convo) addSystem(text string) {
+	if text == "" {
+		return
+	}
+	if c.system != "" {
+		c.system += "\n"
+	}
+	c.system += text
+	c.chars += len(text)
+	c.texts = append(c.texts, text)
+}
+
+// message starts a message with the given role.
+func (c *convo) message(role string) {
+	assistant := role == "assistant" || role == "model"
+	if assistant && !c.inAssistant {
+		c.steps++
+		c.results = append(c.results, toolResult{})
+	}
+	c.inAssistant = assistant
+	switch {
+	case role == "user" && c.userSeen == 0:
+		c.userSeen = 1
+	case c.userSeen == 1:
+		c.userSeen = 2
+	}
+}
+
+// text adds message text.
+func (c *convo) text(s string) {
+	c.chars += len(s)
+	c.texts = append(c.texts, s)
+	if c.userSeen == 1 {
+		if c.firstUser != "" {
+			c.firstUser += "\n"
+		}
+		c.firstUser += s
+	}
+}
+
+// raw counts bytes that cost input tokens but are not prose: tool
+// definitions, tool call arguments.
+func (c *convo) raw(n int) { c.chars += n }
+
+func (c *convo) toolResult(content string, isError bool) {
+	c.chars += len(content)
+	c.results[len(c.results)-1] = toolResult{present: true, content: content, isError: isError}
+}
+
+func (c *convo) inputTokens() int { return max(tokensOf(c.chars), 1) }
+
+// workingDir is the first working directory stated in the prompt, or ".".
+func (c *convo) workingDir() string {
+	for _, t := range c.texts {
+		if !strings.Contains(t, "orking directory:") {
+			continue
+		}
+		if m := workingDirRe.FindStringSubmatch(t); m != nil {
+			return m[1]
+		}
+	}
+	return "."
+}
+
+// tokensOf estimates the tokens of n bytes of text: ceil(n/4).
+func tokensOf(n int) int { return (n + 3) / 4 }
+
+// requestError is a mistake in a request. Its message goes verbatim into
+// the provider's 400 body, so it follows the provider's wording (capitals,
+// punctuation), not Go's error style.
+type requestError struct{ msg string }
+
+func (e *requestError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &requestError{msg: fmt.Sprintf(format, args...)}
+}
