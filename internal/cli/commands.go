@@ -22,6 +22,7 @@ invariant gates, and a self-organizing swarm mode.`,
 			planCommand(),
 			mockllmCommand(),
 			benchCommand(),
+			mcpCommand(),
 		},
 	}
 	root.subs = append([]*command{helpCommand(root)}, root.subs...)

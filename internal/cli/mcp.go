@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+
+	"github.com/apiary-dev/apiary/internal/durable"
+	"github.com/apiary-dev/apiary/internal/mcpserver"
+)
+
+func mcpCommand() *command {
+	return &command{
+		name:    "mcp",
+		summary: "serve the durable write surface (rw.* tools) over MCP",
+		help: `apiary mcp serves the agents' write surface as an MCP server: the Resilient
+Write tools (rw.safe_write, rw.chunk_*, rw.scratch_*, rw.handoff_*,
+rw.checkpoint*, rw.risk_score, rw.validate, rw.journal_tail, rw.analytics)
+with the same names, arguments and error envelope, plus rw.read, rw.edit,
+rw.list, rw.move, rw.mkdir, rw.stat and rw.search. Writes are atomic,
+fsynced and journaled; every path is confined to the roots.
+
+It speaks MCP on stdin/stdout (exiting when stdin closes), or streamable
+HTTP at http://ADDR/mcp with --listen.
+
+The first --root is the workspace (default $RW_WORKSPACE, else the current
+directory); further roots are addressed as @NAME/path, NAME being the root's
+base name. The server's own state (journal, chunks, scratch, checkpoints,
+policy.yaml) lives in the workspace's state directory, which the tools
+refuse to touch as a user path. Environment: RW_WORKSPACE, RW_POLICY_FILE
+(policy override, absolute or workspace-relative), RW_SCRATCH_DISABLE_GET
+(any value: rw.scratch_get is refused).`,
+		setup: func(fs *flag.FlagSet) runFunc {
+			var roots, scopes stringList
+			fs.Var(&roots, "root", "`DIR` the tools may touch (repeatable; the first is the workspace, the others are @NAME/…)")
+			fs.Var(&scopes, "write-scope", "path `PREFIX` the tools may write under (repeatable; default everywhere)")
+			listen := fs.String("listen", "", "serve streamable HTTP at http://`ADDR`/mcp instead of stdio (a bare :PORT binds 127.0.0.1)")
+			stateDir := fs.String("state-dir", "", "workspace-relative state `DIR` (default "+durable.DefaultStateDir+")")
+			compat := fs.Bool("rw-compat", false, "Resilient Write layout: state in "+durable.CompatStateDir+", server and journal caller named resilient-write")
+			return func(ctx context.Context, e *env, args []string) error {
+				if err := noArgs(args); err != nil {
+					return err
+				}
+				return runMCP(ctx, e, mcpFlags{roots: roots, scopes: scopes, listen: *listen, stateDir: *stateDir, compat: *compat})
+			}
+		},
+	}
+}
+
+type mcpFlags struct {
+	roots, scopes []string
+	listen        string
+	stateDir      string
+	compat        bool
+}
+
+func runMCP(ctx context.Context, e *env, f mcpFlags) error {
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	roots := f.roots
+	if len(roots) == 0 {
+		if ws := e.getenv("RW_WORKSPACE"); ws != "" {
+			roots = []string{ws}
+		} else {
+			wd, err := os.Getwd()
+			if err != nil {
+				return err
+			}
+			roots = []string{wd}
+		}
+	}
+	cfg := durable.Config{
+		Roots:              roots,
+		StateDir:           f.stateDir,
+		PolicyFile:         e.getenv("RW_POLICY_FILE"),
+		ScratchGetDisabled: e.getenv("RW_SCRATCH_DISABLE_GET") != "",
+		Logger:             log,
+	}
+	name := ""
+	if f.compat {
+		name = durable.CompatCaller
+		cfg.Caller = durable.CompatCaller
+		if cfg.StateDir == "" {
+			cfg.StateDir = durable.CompatStateDir
+		}
+	}
+	if len(f.scopes) > 0 {
+		cfg.Authority = durable.WriteScope(f.scopes)
+	}
+	if py, err := exec.LookPath("python3"); err == nil {
+		cfg.Python = durable.Python3{Path: py}
+	}
+	ws, err := durable.Open(ctx, cfg)
+	if err != nil {
+		if errors.Is(err, durable.ErrBadStateDir) {
+			return usagef("%v", err)
+		}
+		return err
+	}
+	defer ws.Close()
+	// The SDK narrates every session at Info; keep stderr for what matters.
+	sdkLog := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv := mcpserver.New(ws, mcpserver.Options{Name: name, Version: readBuildVersion().Version, Logger: sdkLog})
+	if f.listen == "" {
+		return mcpserver.ServeStdio(ctx, srv, e.stdin, e.stdout)
+	}
+	addr := f.listen
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		addr = net.JoinHostPort("127.0.0.1", port)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "apiary mcp: serving http://%s/mcp (workspace %s)\n", ln.Addr(), ws.Dir())
+	return mcpserver.ServeHTTP(ctx, ln, mcpserver.HTTPHandler(srv, mcpserver.HTTPOptions{Logger: sdkLog}))
+}
