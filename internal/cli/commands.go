@@ -23,6 +23,9 @@ invariant gates, and a self-organizing swarm mode.`,
 			mockllmCommand(),
 			benchCommand(),
 			mcpCommand(),
+			runCommand(),
+			statusCommand(),
+			demoCommand(),
 		},
 	}
 	root.subs = append([]*command{helpCommand(root)}, root.subs...)

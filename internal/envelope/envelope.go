@@ -85,6 +85,24 @@ type Envelope struct {
 	LeaseS     float64    `json:"lease_s,omitempty"`
 	Depth      int        `json:"depth,omitempty"` // 0 for a plan's tasks
 	Tags       []string   `json:"tags,omitempty"`
+	// Reconcile is set on a reconciliation task: the integration of another
+	// task's candidate met overlapping writes or a textual conflict, and
+	// this task combines the two sides. Inputs.Workspace is then Head.
+	Reconcile *Reconcile `json:"reconcile,omitempty"`
+}
+
+// Reconcile describes the conflict a reconciliation task resolves, by
+// reference: the commits and the conflicting paths, plus git's merge-tree
+// conflict notices.
+type Reconcile struct {
+	Task      string   `json:"task"`      // the name of the task whose candidate conflicts
+	Base      string   `json:"base"`      // the commit that task started from
+	Head      string   `json:"head"`      // the integration head it must be combined with
+	Candidate string   `json:"candidate"` // the task's commit
+	Paths     []string `json:"paths"`     // paths both sides changed or that conflict
+	// Conflict is merge-tree's report (conflict types and messages); empty
+	// when the paths overlap but merge textually.
+	Conflict string `json:"conflict,omitempty"`
 }
 
 // Trace is W3C trace context.

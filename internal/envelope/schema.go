@@ -142,6 +142,11 @@ func EncodeEnvelope(e *Envelope) ([]byte, error) {
 	if c.Completion.Forbidden == nil {
 		c.Completion.Forbidden = BuiltinPatterns()
 	}
+	if c.Reconcile != nil {
+		rc := *c.Reconcile
+		rc.Paths = nonNil(rc.Paths)
+		c.Reconcile = &rc
+	}
 	return encode(SchemaEnvelope, &c)
 }
 

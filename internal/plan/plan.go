@@ -163,6 +163,19 @@ func (d *rawDep) UnmarshalJSON(b []byte) error {
 // Parse parses and validates a plan document. file names it in errors. On
 // failure the error is an Errors value holding every problem found.
 func Parse(file string, data []byte) (*Plan, error) {
+	return ParseWith(file, data, Options{})
+}
+
+// Options adjust ParseWith.
+type Options struct {
+	// Agents are profiles the plan's tasks may name besides the built-ins
+	// (a planner's worker profile, say); the plan's own agents: entries
+	// with the same name take precedence.
+	Agents map[string]Agent
+}
+
+// ParseWith is Parse with options.
+func ParseWith(file string, data []byte, opt Options) (*Plan, error) {
 	tree, ps, err := decodeTree(file, data)
 	if err != nil {
 		return nil, Errors{err.(*FieldError)}
@@ -189,7 +202,7 @@ func Parse(file string, data []byte) (*Plan, error) {
 	if err := dec.Decode(&r); err != nil {
 		return nil, Errors{{File: file, Line: 1, Err: ErrSchema, Msg: err.Error()}}
 	}
-	p := build(file, &r, ps)
+	p := build(file, &r, ps, opt.Agents)
 	if errs := p.validate(); len(errs) > 0 {
 		sortErrors(errs)
 		return nil, errs
@@ -213,7 +226,7 @@ func schemaError(file string, ps *posTree, v envelope.Violation) *FieldError {
 	return &FieldError{File: file, Line: at.line, Column: at.col, Path: envelope.FormatPath(v.Path), Err: kind, Msg: v.Message}
 }
 
-func build(file string, r *raw, ps *posTree) *Plan {
+func build(file string, r *raw, ps *posTree, extra map[string]Agent) *Plan {
 	p := &Plan{
 		File:              file,
 		Version:           r.Version,
@@ -230,6 +243,9 @@ func build(file string, r *raw, ps *posTree) *Plan {
 	}
 	for _, b := range BuiltinAgents() {
 		p.Agents[b] = Agent{Kind: b, Builtin: true}
+	}
+	for name, a := range extra {
+		p.Agents[name] = a
 	}
 	for name, a := range r.Agents {
 		p.Agents[name] = a

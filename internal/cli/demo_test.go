@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apiary-dev/apiary/internal/envelope"
+	"github.com/apiary-dev/apiary/internal/envtest"
+	"github.com/apiary-dev/apiary/internal/git"
+	"github.com/apiary-dev/apiary/internal/swarm"
+)
+
+// runDemo runs `apiary demo --json` in-process with args and decodes it.
+func runDemo(t *testing.T, args ...string) demoResult {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	args = append([]string{"demo", "--json", "--dir", filepath.Join(t.TempDir(), "demo")}, args...)
+	if code := Main(t.Context(), args, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("apiary %v: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, stdout.String(), stderr.String())
+	}
+	var res demoResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("demo JSON: %v\n%s", err, stdout.String())
+	}
+	return res
+}
+
+// checkDemo asserts what the demo promises, from the repository and the
+// run's files: the final tree, the receipts and the integration history.
+func checkDemo(t *testing.T, res demoResult) {
+	t.Helper()
+	ctx := t.Context()
+	rep := res.Report
+	tot := rep.Totals
+	if rep.Status != "failed" || tot.Succeeded != 5 || tot.Failed != 1 || tot.Integrated[swarm.FastForward] != 2 ||
+		tot.Integrated[swarm.Merge] != 2 || tot.Integrated[swarm.Reconciled] != 1 || tot.GateRejections != 1 {
+		t.Fatalf("report %s: %+v", rep.Status, tot)
+	}
+	repo := git.New(res.Repo, git.Options{})
+	// The final tree: every accepted change, both README sections, and the
+	// test tidy-tests deleted still there.
+	want := map[string]string{
+		"calc/mul.go": demoMul, "calc/mul_test.go": demoMulTest, "calc/sub.go": demoSub, "calc/sub_test.go": demoSubTest,
+		"cmd/calc/main.go": demoMain, "README.md": demoReadme(demoUsage, demoContrib), "calc/add_test.go": demoAddTest,
+	}
+	for p, w := range want {
+		if b, err := repo.ReadBlob(ctx, "main", p); err != nil || string(b) != w {
+			t.Errorf("main:%s = %q (%v), want %q", p, b, err, w)
+		}
+	}
+	// The receipts.
+	runDir := swarm.RunDir(res.Repo, rep.RunID)
+	for _, tr := range rep.Tasks {
+		b, err := os.ReadFile(filepath.Join(runDir, "tasks", tr.ID, "receipt.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := envelope.DecodeReceipt(b)
+		if err != nil {
+			t.Fatalf("%s receipt: %v", tr.ID, err)
+		}
+		if tr.ID != "tidy-tests" {
+			if rc.Status != envelope.StatusSucceeded || rc.Integrated == nil || rc.Commit == "" {
+				t.Errorf("%s receipt %+v", tr.ID, rc)
+			}
+			continue
+		}
+		g := rc.Gate
+		if rc.Status != envelope.StatusFailed || g == nil || g.Gate != "forbidden" || g.Pattern != envelope.PatternDeletedTests || g.File != "calc/add_test.go" {
+			t.Errorf("tidy-tests receipt %+v gate %+v", rc, g)
+		}
+		if ok, _ := repo.IsAncestor(ctx, rc.Commit, "main"); rc.Commit == "" || ok {
+			t.Errorf("the rejected commit %q is on the branch (or missing)", rc.Commit)
+		}
+	}
+	// The history: each accepted task once on the first-parent chain, with
+	// its trailers; two merges and one reconciled merge of two parents.
+	log, err := repo.FirstParentLog(ctx, rep.StartHead, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, kinds := map[string]int{}, map[string]int{}
+	for _, e := range log {
+		task, _ := git.TrailerValue(e.Trailers, git.TrailerTask)
+		run, _ := git.TrailerValue(e.Trailers, git.TrailerRun)
+		if task == "" || run != rep.RunID {
+			t.Errorf("commit %s lacks apiary's trailers: %+v", e.ID, e.Trailers)
+			continue
+		}
+		seen[task]++
+		kind, ok := git.TrailerValue(e.Trailers, swarm.TrailerIntegration)
+		if !ok {
+			kind = swarm.FastForward
+		}
+		kinds[kind]++
+		if (kind == swarm.Merge || kind == swarm.Reconciled) != (len(e.Parents) == 2) {
+			t.Errorf("%s commit %s has %d parents", kind, e.ID, len(e.Parents))
+		}
+	}
+	if len(seen) != 5 || seen["tidy-tests"] != 0 || kinds[swarm.Merge] != 2 || kinds[swarm.Reconciled] != 1 || kinds[swarm.FastForward] != 2 {
+		t.Errorf("history: tasks %v kinds %v", seen, kinds)
+	}
+	for task, n := range seen {
+		if n != 1 {
+			t.Errorf("%s integrated %d times", task, n)
+		}
+	}
+}
+
+// TestDemoCommandAgents is the demo end to end with command agents and
+// go test checks.
+func TestDemoCommandAgents(t *testing.T) {
+	t.Parallel()
+	envtest.Command(t, "git")
+	envtest.Command(t, "go")
+	res := runDemo(t, "--agent", "command", "--checks", "go")
+	if res.Agents != "command" || res.Checks != "go test" {
+		t.Errorf("demo ran %s agents with %s checks", res.Agents, res.Checks)
+	}
+	checkDemo(t, res)
+}
+
+// TestDemoClaude is the demo end to end with real Claude Code workers (and
+// reconciler) scripted through an in-process llmfake.
+func TestDemoClaude(t *testing.T) {
+	t.Parallel()
+	claude := envtest.Claude(t)
+	envtest.Command(t, "git")
+	envtest.Command(t, "go")
+	res := runDemo(t, "--agent", "claude", "--claude", claude, "--checks", "go")
+	if res.Agents != "claude" {
+		t.Fatalf("demo ran %s agents", res.Agents)
+	}
+	checkDemo(t, res)
+	// Usage comes from Claude Code's own result events.
+	if u := res.Report.Totals.Usage; u.InputTokens == 0 || u.OutputTokens == 0 {
+		t.Errorf("no usage recorded: %+v", u)
+	}
+	for _, s := range res.Report.Shares {
+		if s.Role == swarm.RoleReconciler && s.InputTokens == 0 {
+			t.Errorf("the reconciler's tokens are not accounted: %+v", res.Report.Shares)
+		}
+	}
+}

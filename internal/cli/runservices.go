@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"golang.org/x/sys/unix"
+	"gopkg.in/yaml.v3"
+
+	"github.com/apiary-dev/apiary/internal/agent"
+	"github.com/apiary-dev/apiary/internal/envelope"
+	"github.com/apiary-dev/apiary/internal/plan"
+	"github.com/apiary-dev/apiary/internal/swarm"
+)
+
+// directAccess is swarm.ModelAccess without a gateway: every attempt gets
+// the same base URL, and a key that is either the configured one or one
+// derived from the task (keyFor); usage is unknown, so the run falls back
+// on the agents' own reports. The gateway replaces it with one virtual key
+// per attempt and its ledger.
+type directAccess struct {
+	baseURL string
+	key     string
+	keyFor  func(swarm.TaskRef) string
+}
+
+var _ swarm.ModelAccess = directAccess{}
+
+func (d directAccess) Grant(_ context.Context, ref swarm.TaskRef, _ envelope.Budget) (swarm.Access, error) {
+	key := d.key
+	if d.keyFor != nil {
+		key = d.keyFor(ref)
+	}
+	return swarm.Access{BaseURL: d.baseURL, APIKey: key}, nil
+}
+
+func (d directAccess) Usage(context.Context, string) (swarm.Usage, error) {
+	return swarm.Usage{}, nil
+}
+
+// mcpSurface is swarm.WriteSurface: an MCP config that starts this binary
+// as `apiary mcp` over stdio, rooted at the worktree and confined to the
+// task's write scope.
+type mcpSurface struct {
+	exe string // path of this binary, named apiary
+}
+
+var _ swarm.WriteSurface = mcpSurface{}
+
+func (m mcpSurface) MCPConfig(worktree string, scope []string) (string, []string, error) {
+	args := []string{"mcp", "--root", worktree}
+	for _, s := range scope {
+		if s == "." {
+			args = args[:3] // the whole tree: no restriction
+			break
+		}
+		args = append(args, "--write-scope", s)
+	}
+	cfg := map[string]any{"mcpServers": map[string]any{"apiary": map[string]any{"type": "stdio", "command": m.exe, "args": args}}}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return "", nil, err
+	}
+	path := filepath.Join(worktree, swarm.StateDir, "mcp.json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", nil, err
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return "", nil, err
+	}
+	return path, []string{"mcp__apiary"}, nil
+}
+
+// newMCPSurface links this executable as .apiary/bin/apiary in the
+// repository (the name selects the apiary command even when the binary is
+// a test binary) and returns a write surface that launches it.
+func newMCPSurface(root string) (swarm.WriteSurface, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	if err := swarm.InitStateDir(root); err != nil {
+		return nil, err
+	}
+	link := filepath.Join(root, swarm.StateDir, "bin", "apiary")
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		return nil, err
+	}
+	if cur, err := os.Readlink(link); err != nil || cur != exe {
+		tmp := link + ".new"
+		os.Remove(tmp)
+		if err := os.Symlink(exe, tmp); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(tmp, link); err != nil {
+			return nil, err
+		}
+	}
+	return mcpSurface{exe: link}, nil
+}
+
+// loadAgents reads an agents file: a YAML (or JSON) mapping of profile name
+// to profile, as under a plan's agents:.
+func loadAgents(path string) (map[string]plan.Agent, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	// YAML (JSON is YAML) to JSON, then strictly into the plan's profile type.
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	js, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var raw map[string]plan.Agent
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	names := make([]string, 0, len(raw))
+	for n := range raw {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		a := raw[n]
+		if err := (agent.Profile{Name: n, Kind: a.Kind, Argv: a.Argv}).Validate(); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return raw, nil
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

@@ -1,0 +1,133 @@
+package swarm
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/apiary-dev/apiary/internal/envelope"
+	"github.com/apiary-dev/apiary/internal/gate"
+)
+
+// receiptOf starts a task's receipt from what the scheduler knows.
+func (r *runner) receiptOf(t *taskState, status envelope.Status, reason string) *envelope.Receipt {
+	rc := &envelope.Receipt{
+		TaskID: t.id, RunID: r.rec.RunID, Name: t.name, Attempt: t.attempts, Status: status,
+		Reason: clip(reason, 1024), Base: t.base, Usage: t.usage, FencingToken: t.fence,
+		ChangedPaths: changedPaths(t.changes), Artifacts: append([]string{}, t.logs...),
+	}
+	var sum []string
+	if t.report != "" {
+		sum = append(sum, t.report)
+	}
+	sum = append(sum, t.notes...)
+	rc.Summary = envelope.TruncateSummary(strings.Join(sum, "\n"))
+	return rc
+}
+
+// succeed records a task's success — commit is on the integration branch
+// (or is the base, when the task changed nothing) — registers its children
+// and releases its dependents.
+func (r *runner) succeed(t *taskState, commit, kind string, checks []envelope.CheckResult) {
+	rc := r.receiptOf(t, envelope.StatusSucceeded, "")
+	rc.Commit = commit
+	rc.Checks = checks
+	if kind != "" {
+		rc.Integrated = &kind
+	}
+	for _, k := range t.children {
+		rc.Artifacts = append(rc.Artifacts, k.file)
+	}
+	r.record(t, rc)
+	r.deleteBranches(t)
+	for _, k := range t.children {
+		r.addChild(t, k.name, k.env)
+	}
+	r.release(t)
+}
+
+// finishChecked records a task whose checks failed on the tree being
+// integrated.
+func (r *runner) finishChecked(t *taskState, fs []gate.Failure, checks []envelope.CheckResult) {
+	r.finish(t, envelope.StatusFailed, "rejected: "+fs[0].Error(), fs, checks)
+}
+
+// finish records a task that did not succeed and releases its dependents
+// (dependents through data edges are skipped).
+func (r *runner) finish(t *taskState, status envelope.Status, reason string, fs []gate.Failure, checks []envelope.CheckResult) {
+	rc := r.receiptOf(t, status, reason)
+	rc.Commit = t.candidate
+	rc.Checks = checks
+	rc.Gate, rc.GateFailures = gateReasons(fs)
+	r.record(t, rc)
+	r.release(t)
+}
+
+// record writes the receipt: from now on the task is done.
+func (r *runner) record(t *taskState, rc *envelope.Receipt) {
+	if err := r.st.writeReceipt(t.name, rc); err != nil {
+		r.must(err)
+		t.state = stateInterrupted
+		return
+	}
+	t.receipt, t.state = rc, stateDone
+	r.must(r.st.emit(Event{Kind: EvTaskDone, Task: t.name, Attempt: t.attempts, Status: string(rc.Status), Reason: rc.Reason, Gate: rc.Gate, Commit: rc.Commit, Integrated: deref(rc.Integrated)}))
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// deleteBranches removes a succeeded task's attempt branches: its work is
+// on the integration branch now.
+func (r *runner) deleteBranches(t *taskState) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.runCtx), cleanupTimeout)
+	defer cancel()
+	branches := []string{branchName(r.rec.RunID, t.name)}
+	if t.reconciles > 0 {
+		branches = append(branches, branchName(r.rec.RunID, t.name)+".reconcile")
+	}
+	for _, b := range branches {
+		if err := r.wt.do(func() error { return r.repo.DeleteBranch(ctx, b) }); err == nil {
+			_ = r.st.emit(Event{Kind: EvBranchDeleted, Task: t.name, Branch: b})
+		}
+	}
+}
+
+// addChild registers an accepted child of t, scheduled after it.
+func (r *runner) addChild(t *taskState, name string, env *envelope.Envelope) *taskState {
+	tmpl := *env
+	tmpl.Inputs.Workspace = ""
+	c := r.addTask(name, env.TaskID, t, env.Depth, &tmpl, t.prio)
+	r.must(r.st.emit(Event{Kind: EvChildAdded, Task: name, Parent: t.name}))
+	if c.done() {
+		return c
+	}
+	r.wire(c)
+	return c
+}
+
+// loadChildren reads the accepted children a succeeded task's receipt
+// lists.
+func loadChildren(taskDir string, rc *envelope.Receipt) ([]*envelope.Envelope, error) {
+	var out []*envelope.Envelope
+	for _, a := range rc.Artifacts {
+		if !strings.HasPrefix(a, "children/") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(taskDir, a))
+		if err != nil {
+			return nil, err
+		}
+		e, err := envelope.DecodeEnvelope(b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
