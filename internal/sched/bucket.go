@@ -95,11 +95,14 @@ type Bucket struct {
 	trimmed bool      // slots before h0 were dropped
 	far     time.Time // latest debit too far ahead to be itemized
 
-	// seq sums every debit ever taken, in reservation order. A reservation
-	// remembers seq just after its own debit, so that its observation can
-	// tell exactly which debits came after it (see Reservation.Observe);
-	// the per-slot history above can only bound them.
-	seq float64
+	// seq sums every debit taken and not cancelled, in reservation order;
+	// sent sums the debits of reservations marked sent, in send order. A
+	// reservation remembers one of them just after its own debit, so that
+	// its observation can tell exactly which debits the server could not
+	// yet have seen (see Reservation.Observe and Sent); the per-slot history
+	// above can only bound them.
+	seq  float64
+	sent float64
 }
 
 // NewBucket returns a full bucket with rate r refilled by mode.
@@ -128,19 +131,19 @@ func (b *Bucket) start(now time.Time) {
 // never before a pause ends. The debit is placed at that time: the request
 // must not be sent earlier.
 func (b *Bucket) Reserve(now time.Time, n int64) time.Time {
-	t := b.ready(now, n)
-	b.take(now, t, n)
+	t := b.ready(now, n, false)
+	b.take(now, t, n, false)
 	return t
 }
 
 // ready returns the earliest time n could be sent after everything
 // scheduled so far, and not before a pause ends. It changes nothing.
-func (b *Bucket) ready(now time.Time, n int64) time.Time {
+func (b *Bucket) ready(now time.Time, n int64, prio bool) time.Time {
 	t := now
 	if b.capacity > 0 && n > 0 {
 		b.start(now)
 		if b.mode == Step {
-			t = b.stepReady(now, float64(n))
+			t = b.stepReady(now, float64(n), prio)
 		} else {
 			t = b.contReady(now, float64(n))
 		}
@@ -151,19 +154,25 @@ func (b *Bucket) ready(now time.Time, n int64) time.Time {
 	return t
 }
 
-// take debits n sent at t, which is not before ready(now, n).
-func (b *Bucket) take(now, t time.Time, n int64) {
-	if b.capacity == 0 || n <= 0 {
+// take debits n sent at t, which is not before ready(now, n, prio).
+func (b *Bucket) take(now, t time.Time, n int64, prio bool) {
+	if n <= 0 {
+		return
+	}
+	// Counted even while the limit is unknown: when the first answer
+	// teaches it, the requests already sent after that answer's own are
+	// still in flight, unseen by the server, and must be charged.
+	b.seq += float64(n)
+	if b.capacity == 0 {
 		return
 	}
 	b.start(now)
 	if b.mode == Step {
-		b.stepTake(t, float64(n))
+		b.stepTake(t, float64(n), prio)
 	} else {
 		b.contTake(now, t, float64(n))
 	}
 	b.record(now, t, float64(n))
-	b.seq += float64(n)
 }
 
 // Settle reconciles a reservation of reserved tokens, sent at sent, with the
@@ -177,7 +186,12 @@ func (b *Bucket) take(now, t time.Time, n int64) {
 // within the current window. Settle(now, n, 0, sent) cancels a reservation
 // that was never sent.
 func (b *Bucket) Settle(now time.Time, reserved, actual int64, sent time.Time) {
-	b.settle(now, float64(max(actual, 0)-max(reserved, 0)), sent, false)
+	b.settle(now, float64(max(actual, 0)-max(reserved, 0)), sent, false, false)
+}
+
+// cancel returns a reservation of reserved that was never charged.
+func (b *Bucket) cancel(now time.Time, reserved int64, sent time.Time) {
+	b.settle(now, -float64(max(reserved, 0)), sent, false, true)
 }
 
 // Adjust is Settle for a server that counts the reserved amount when the
@@ -185,10 +199,10 @@ func (b *Bucket) Settle(now time.Time, reserved, actual int64, sent time.Time) {
 // (as Anthropic does for output tokens: it counts max_tokens, then the
 // tokens generated). Unused tokens are credited at now, as the server does.
 func (b *Bucket) Adjust(now time.Time, reserved, actual int64, sent time.Time) {
-	b.settle(now, float64(max(actual, 0)-max(reserved, 0)), sent, true)
+	b.settle(now, float64(max(actual, 0)-max(reserved, 0)), sent, true, false)
 }
 
-func (b *Bucket) settle(now time.Time, d float64, sent time.Time, atEnd bool) {
+func (b *Bucket) settle(now time.Time, d float64, sent time.Time, atEnd, cancelled bool) {
 	if b.capacity == 0 || d == 0 {
 		return
 	}
@@ -201,6 +215,19 @@ func (b *Bucket) settle(now time.Time, d float64, sent time.Time, atEnd bool) {
 		} else {
 			b.bal -= d
 			b.jumpTo -= d
+		}
+		return
+	}
+	if b.mode == Step && cancelled && b.window(sent) == b.window(now) {
+		// Never charged by the server: its place in the current window is
+		// free again, even if newer reservations already fill the next.
+		cur := b.window(now)
+		b.roll(cur)
+		switch b.tail {
+		case cur:
+			b.used = max(b.used+d, 0)
+		case cur + 1:
+			b.prev = max(b.prev+d, 0)
 		}
 		return
 	}
@@ -247,16 +274,27 @@ func (b *Bucket) settle(now time.Time, d float64, sent time.Time, atEnd bool) {
 // Reset times are hints with clock skew and often whole seconds: pass them
 // rounded up, with a margin, or the bucket may refill before the server.
 func (b *Bucket) Observe(limit, remaining int64, reset, sent time.Time) {
-	b.observe(limit, remaining, reset, sent, 0, -1)
+	b.observe(limit, remaining, reset, sent, 0, -1, false)
 }
 
 // observe is Observe knowing that own of the debits at sent belong to the
 // request whose headers these are, which the server had already counted.
 //
-// after, when not negative, is the bucket's seq just after the observed
-// request's own debit: in Step mode the debits made since are then known
-// exactly. (Continuous mode works on the per-slot history either way.)
-func (b *Bucket) observe(limit, remaining int64, reset, sent time.Time, own, after float64) {
+// after, when not negative, is the bucket's seq (or, for a request marked
+// sent, its send counter) just after the observed request: in Step mode the
+// debits the server had not seen are then counted from the counters rather
+// than bounded by the per-slot history. (Continuous mode works on the
+// history either way.)
+//
+// The server's figures plus our debits it had not seen estimate its count.
+// Normally only the debits not sent yet are added: ours that are sent are in
+// our own count already (which the estimate can only raise), and adding the
+// ones sent after the observed request would count twice every one of them
+// the server saw first. When this observation is the one that teaches the
+// limit, nothing was counted locally before it, so all our debits but its
+// own are added: some may be counted twice, none is missed.
+func (b *Bucket) observe(limit, remaining int64, reset, sent time.Time, own, after float64, marked bool) {
+	learning := b.capacity == 0
 	if limit > 0 {
 		b.learn(limit, sent)
 	}
@@ -267,10 +305,16 @@ func (b *Bucket) observe(limit, remaining int64, reset, sent time.Time, own, aft
 	var later float64
 	covered := true
 	if after >= 0 && b.mode == Step {
-		// Exactly the debits reserved after the observed request. Ones
-		// reserved before it but not yet seen by the server stay in our own
-		// count, which the observation can only raise.
-		later = max(b.seq-after, 0)
+		switch {
+		case learning:
+			// Ours in flight may have reached the server before or
+			// after the observed one: count all but it as unseen.
+			later = max(b.seq-own, 0)
+		case marked:
+			later = max(b.seq-b.sent, 0)
+		default:
+			later = max(b.seq-after, 0)
+		}
 	} else {
 		later, covered = b.since(sent)
 		if !covered {

@@ -298,12 +298,16 @@ func (b *Bucket) roll(cur int64) {
 
 // stepReady returns the start of the first window, from the latest
 // placement on, where min(n, limit) fits (or now, if that is the current
-// one).
-func (b *Bucket) stepReady(now time.Time, n float64) time.Time {
+// one). A priority reservation may also take room left in the current window
+// after later ones were already placed in the next.
+func (b *Bucket) stepReady(now time.Time, n float64, prio bool) time.Time {
 	cur := b.window(now)
 	tail, used := b.tail, b.used
 	if tail < cur {
 		tail, used = cur, 0
+	}
+	if prio && tail == cur+1 && b.prev+min(n, b.capacity) <= b.capacity {
+		return now
 	}
 	if used+min(n, b.capacity) > b.capacity {
 		tail++
@@ -315,8 +319,13 @@ func (b *Bucket) stepReady(now time.Time, n float64) time.Time {
 }
 
 // stepTake places n in the window holding t.
-func (b *Bucket) stepTake(t time.Time, n float64) {
-	b.roll(b.window(t))
+func (b *Bucket) stepTake(t time.Time, n float64, prio bool) {
+	w := b.window(t)
+	if prio && b.tail == w+1 && b.prev+min(n, b.capacity) <= b.capacity {
+		b.prev += n // into the current window, behind the next one's
+		return
+	}
+	b.roll(w)
 	if b.used+min(n, b.capacity) > b.capacity {
 		b.prev, b.used = b.used, 0
 		b.tail++

@@ -147,7 +147,7 @@ func TestBucketAgainstServer(t *testing.T) {
 					push(event{at: e.at.Add(lat), kind: 2, cost: e.cost, actual: e.actual, reserved: e.reserved,
 						rem: rem, rst: rst, sent: e.at})
 				case 2:
-					b.observe(limit, e.rem, e.rst, e.sent, e.cost, -1)
+					b.observe(limit, e.rem, e.rst, e.sent, e.cost, -1, false)
 					b.Settle(e.at, int64(e.cost), int64(e.actual), e.sent)
 				}
 			}

@@ -99,25 +99,58 @@ type Reservation struct {
 	l    *Limiter
 	cost Cost
 	done bool
-	// seq is each bucket's debit counter just after this reservation.
-	seq [numDims]float64
+	// seq is each bucket's debit counter just after this reservation;
+	// sent, once marked, is each bucket's send counter just after it went.
+	seq    [numDims]float64
+	sent   [numDims]float64
+	marked bool
+}
+
+// Sent marks the moment the request goes to the server. Call it just
+// before sending: observations then know exactly which of the limiter's
+// other requests the server could not yet have counted (those sent after
+// this one, and those not sent yet), even when requests are sent in another
+// order than they were reserved, as when many wait for the same window.
+func (r *Reservation) Sent() {
+	if r.l == nil || r.done || r.marked {
+		return
+	}
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	r.marked = true
+	for d := range numDims {
+		b := &r.l.b[d]
+		b.sent += float64(r.cost.of(d))
+		r.sent[d] = b.sent
+	}
 }
 
 // Reserve debits c (the estimate: input tokens, and max_tokens for output)
 // from every dimension at now and returns the reservation. Reservations are
 // served in the order they were made.
 func (l *Limiter) Reserve(now time.Time, c Cost) Reservation {
+	return l.reserve(now, c, false)
+}
+
+// ReservePriority is Reserve for a request that must not wait behind newer
+// ones, such as a retry: in a fixed window it may take room left in the
+// current window even after newer reservations were placed in the next.
+func (l *Limiter) ReservePriority(now time.Time, c Cost) Reservation {
+	return l.reserve(now, c, true)
+}
+
+func (l *Limiter) reserve(now time.Time, c Cost, prio bool) Reservation {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := Reservation{ReadyAt: now, l: l, cost: c}
 	for d := range numDims {
-		if t := l.b[d].ready(now, c.of(d)); t.After(r.ReadyAt) {
+		if t := l.b[d].ready(now, c.of(d), prio); t.After(r.ReadyAt) {
 			r.ReadyAt = t
 		}
 	}
 	// Every dimension is debited at the time the request will really go.
 	for d := range numDims {
-		l.b[d].take(now, r.ReadyAt, c.of(d))
+		l.b[d].take(now, r.ReadyAt, c.of(d), prio)
 		r.seq[d] = l.b[d].seq
 	}
 	return r
@@ -148,16 +181,26 @@ func (r *Reservation) settle(now time.Time, actual Cost, cancel bool) {
 	l, c := r.l, r.cost
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if cancel {
+		// Never charged: it no longer counts among the requests the server
+		// has not seen, and its place is free again.
+		for d := range numDims {
+			l.b[d].seq -= float64(c.of(d))
+			if r.marked {
+				l.b[d].sent -= float64(c.of(d))
+			}
+		}
+		l.b[Requests].cancel(now, c.Requests, r.ReadyAt)
+		l.b[InputTokens].cancel(now, c.Input, r.ReadyAt)
+		l.b[OutputTokens].cancel(now, c.Output, r.ReadyAt)
+		l.b[TotalTokens].cancel(now, c.Input+c.Output, r.ReadyAt)
+		return
+	}
 	l.b[Requests].Settle(now, c.Requests, actual.Requests, r.ReadyAt)
 	l.b[InputTokens].Settle(now, c.Input, actual.Input, r.ReadyAt)
 	l.b[TotalTokens].Settle(now, c.Input, actual.Input, r.ReadyAt)
-	if cancel {
-		l.b[OutputTokens].Settle(now, c.Output, actual.Output, r.ReadyAt)
-		l.b[TotalTokens].Settle(now, c.Output, actual.Output, r.ReadyAt)
-	} else {
-		l.b[OutputTokens].Adjust(now, c.Output, actual.Output, r.ReadyAt)
-		l.b[TotalTokens].Adjust(now, c.Output, actual.Output, r.ReadyAt)
-	}
+	l.b[OutputTokens].Adjust(now, c.Output, actual.Output, r.ReadyAt)
+	l.b[TotalTokens].Adjust(now, c.Output, actual.Output, r.ReadyAt)
 }
 
 // Wait sleeps until r may be sent: its ReadyAt, or later if a pause was set
@@ -207,7 +250,11 @@ func (r *Reservation) Observe(d Dim, limit, remaining int64, reset time.Time) {
 	}
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
-	r.l.b[d].observe(limit, remaining, reset, r.ReadyAt, float64(r.cost.of(d)), r.seq[d])
+	after := r.seq[d]
+	if r.marked {
+		after = r.sent[d]
+	}
+	r.l.b[d].observe(limit, remaining, reset, r.ReadyAt, float64(r.cost.of(d)), after, r.marked)
 }
 
 // PauseUntil admits nothing before t, in dimension d or in all of them

@@ -158,7 +158,7 @@ func TestBucketObserve(t *testing.T) {
 				reset = at(tc.obs.reset)
 			}
 			// The headers answer the spend itself: the server counted it.
-			b.observe(tc.obs.limit, tc.obs.remaining, reset, at(tc.obs.now), float64(tc.spend), -1)
+			b.observe(tc.obs.limit, tc.obs.remaining, reset, at(tc.obs.now), float64(tc.spend), -1, false)
 			s := b.Stats(at(tc.checkAt))
 			if s.Limit != tc.wantLimit || math.Abs(s.Available-tc.wantAvail) > 1e-6 {
 				t.Fatalf("limit %d available %v, want %d and %v", s.Limit, s.Available, tc.wantLimit, tc.wantAvail)

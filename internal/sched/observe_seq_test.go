@@ -66,3 +66,86 @@ func TestReservationObserveInFlight(t *testing.T) {
 		})
 	}
 }
+
+// TestObserveLearnsWithRequestsInFlight: requests sent before any limit was
+// known are still in flight when the first answer teaches the limit; they
+// must be charged, or the first window is oversubscribed.
+func TestObserveLearnsWithRequestsInFlight(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := NewLimiter(LimiterConfig{Refill: Step})
+	var rs []*Reservation
+	for range 5 {
+		r := l.Reserve(now, Cost{Requests: 1})
+		rs = append(rs, &r)
+	}
+	// The first of the five is answered: limit 10, 9 left.
+	rs[0].Observe(Requests, 10, 9, now.Add(time.Minute))
+	if got := l.Stats(Requests, now).Available; got != 5 {
+		t.Fatalf("available %v, want 5 (10 less the 5 in flight)", got)
+	}
+}
+
+// TestObserveSendOrder: requests that wait for the same window are reserved
+// in one order and sent in another. Marked sent, their observations stay
+// exact, so a window is filled to its limit and no further.
+func TestObserveSendOrder(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := NewLimiter(LimiterConfig{Requests: Rate{Limit: 10}, Refill: Step})
+	reset := now.Add(time.Minute)
+	var rs []*Reservation
+	for range 6 {
+		r := l.Reserve(now, Cost{Requests: 1})
+		rs = append(rs, &r)
+	}
+	order := []int{5, 2, 0, 4, 1, 3} // the send order
+	for _, i := range order {
+		rs[i].Sent()
+	}
+	// The server counts them in send order; answers arrive shuffled.
+	for _, k := range []int{3, 0, 5, 1, 4, 2} {
+		rs[order[k]].Observe(Requests, 10, int64(10-(k+1)), reset)
+	}
+	if got := l.Stats(Requests, now).Available; got != 4 {
+		t.Errorf("available %v, want exactly 4 (10 less 6 sent)", got)
+	}
+	// A cancelled reservation gives its place back.
+	r := l.Reserve(now, Cost{Requests: 1})
+	r.Cancel(now)
+	r2 := l.Reserve(now, Cost{Requests: 1})
+	r2.Sent()
+	r2.Observe(Requests, 10, 3, reset)
+	if got := l.Stats(Requests, now).Available; got != 3 {
+		t.Errorf("available %v after a cancel and one more send, want 3", got)
+	}
+}
+
+// TestCancelFreesCurrentWindow: a request that was never charged (its
+// connection was reset before the server counted it) gives its place back
+// in the current window even after newer reservations moved on to the next,
+// and a priority retry takes it at once.
+func TestCancelFreesCurrentWindow(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := NewLimiter(LimiterConfig{Requests: Rate{Limit: 3}, Refill: Step})
+	var rs []*Reservation
+	for range 3 {
+		r := l.Reserve(now, Cost{Requests: 1})
+		rs = append(rs, &r)
+	}
+	next := l.Reserve(now, Cost{Requests: 1})
+	if !next.ReadyAt.Equal(now.Add(time.Minute)) {
+		t.Fatalf("fourth request ready at +%v, want the next window", next.ReadyAt.Sub(now))
+	}
+	rs[1].Sent()
+	rs[1].Cancel(now.Add(time.Second))
+	retry := l.ReservePriority(now.Add(time.Second), Cost{Requests: 1})
+	if !retry.ReadyAt.Equal(now.Add(time.Second)) {
+		t.Fatalf("priority retry ready at +%v, want now: the cancelled place is free", retry.ReadyAt.Sub(now))
+	}
+	again := l.ReservePriority(now.Add(time.Second), Cost{Requests: 1})
+	if !again.ReadyAt.After(now.Add(time.Second)) {
+		t.Fatal("a second priority request found room in a full window")
+	}
+}
