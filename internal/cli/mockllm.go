@@ -43,6 +43,7 @@ Example:
 			errStatuses := fs.String("error-statuses", "500,502,503", "comma-separated 5xx `STATUSES` that --error-rate picks from")
 			emptyRate := fs.Float64("empty-502-rate", 0, "probability `P` of a 502 with an empty body")
 			resetRate := fs.Float64("reset-rate", 0, "probability `P` of a TCP reset (RST) before any response")
+			edge := fs.Bool("edge-faults", false, "inject resets, 5xx and empty 502s in front of the API: before the concurrency cap and rate limits, charged to no limit")
 			cutRate := fs.Float64("cut-rate", 0, "probability `P` that a response is cut (connection closed mid-stream)")
 			streamErrRate := fs.Float64("stream-error-rate", 0, "probability `P` of an in-stream error event (Anthropic overloaded_error) in a 200 stream")
 			afterEvents := fs.Int("after-events", 0, "`K` stream events sent before a cut or stream error (0: random)")
@@ -78,7 +79,7 @@ Example:
 					Limits: llmfake.Limits{RPM: *rpm, TPM: *tpm, ITPM: *itpm, OTPM: *otpm,
 						Window: llmfake.Window(*window), WindowLength: *windowLen},
 					Faults: llmfake.Faults{
-						ResetRate: *resetRate, ErrorRate: *errRate, ErrorStatuses: statuses, EmptyBodyRate: *emptyRate,
+						Edge: *edge, ResetRate: *resetRate, ErrorRate: *errRate, ErrorStatuses: statuses, EmptyBodyRate: *emptyRate,
 						CutRate: *cutRate, StreamErrorRate: *streamErrRate, AfterEvents: *afterEvents,
 						Latency: ms(*latency), Jitter: ms(*jitter), SpikeRate: *spikeRate, SpikeMult: *spikeMult,
 						SlowFirstByteRate: *slowRate, SlowFirstByte: ms(*slowMS), EventDelay: ms(*eventDelay),

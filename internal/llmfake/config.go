@@ -98,6 +98,13 @@ type Faults struct {
 	ErrorStatuses []int `json:"error_statuses,omitempty"`
 	// EmptyBodyRate is the probability of a 502 with an empty body.
 	EmptyBodyRate float64 `json:"empty_body_rate,omitempty"`
+	// Edge places the three faults above in front of the API, as a load
+	// balancer's 502 or a reset connection would be: they happen before
+	// the concurrency cap and the rate limiter, are charged to no limit
+	// and carry no rate-limit headers. Without it they happen after
+	// admission and count toward the limits, as failed requests do at
+	// OpenAI.
+	Edge bool `json:"edge,omitempty"`
 	// CutRate is the probability that a successful response is cut: the
 	// connection closes after AfterEvents stream events (a non-streaming
 	// body is cut in the middle), without a terminal event.

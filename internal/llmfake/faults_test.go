@@ -364,3 +364,28 @@ func TestFaultsObservedByClients(t *testing.T) {
 		}
 	}
 }
+
+// TestEdgeFaults: faults at the edge carry no rate-limit headers and are
+// charged to no limit.
+func TestEdgeFaults(t *testing.T) {
+	t.Parallel()
+	s, err := New(Config{Limits: Limits{RPM: 5}, Faults: Faults{Edge: true, ErrorRate: 1, ErrorStatuses: []int{502}}}, Options{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("POST", "/v1/messages", strings.NewReader(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`))
+		r.Header.Set("x-api-key", "k")
+		s.ServeHTTP(w, r)
+		if w.Code != 502 || w.Header().Get("anthropic-ratelimit-requests-remaining") != "" {
+			t.Fatalf("status %d, headers %v", w.Code, w.Header())
+		}
+	}
+	ks := s.Stats().Keys["k"]
+	for _, win := range ks.Windows {
+		if win.Requests != 0 {
+			t.Errorf("window %+v charged edge faults", win)
+		}
+	}
+}

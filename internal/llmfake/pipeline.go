@@ -17,6 +17,7 @@ const maxBody = 32 << 20
 // exchange is one request to a model endpoint on its way through the
 // pipeline (see the package doc).
 type exchange struct {
+	edge  bool // answered by an edge fault, in front of the API
 	s     *Server
 	w     http.ResponseWriter
 	r     *http.Request
@@ -141,6 +142,25 @@ func (x *exchange) serve() {
 // generate admits the request, applies the faults and writes the reply.
 func (x *exchange) generate() {
 	s := x.s
+	var p plan
+	drawn := false
+	if x.cfg.Faults.Edge {
+		// Edge faults happen in front of the API (a load balancer's 502, a
+		// reset connection): before the concurrency cap and the rate
+		// limiter, so they are charged to no limit and carry no rate-limit
+		// headers.
+		p, drawn = s.draw(x.cfg), true
+		if p.pre != 0 {
+			if !x.sleep(p.latency) {
+				x.outcome = outGone
+				x.finish()
+				return
+			}
+			x.edge = true
+			x.preFault(p)
+			return
+		}
+	}
 	if !s.enter(x) {
 		st := http.StatusServiceUnavailable
 		if x.d == dAnthropic {
@@ -154,25 +174,16 @@ func (x *exchange) generate() {
 		x.reject(f)
 		return
 	}
-	p := s.draw(x.cfg)
+	if !drawn {
+		p = s.draw(x.cfg)
+	}
 	if !x.sleep(p.latency) {
 		x.outcome = outGone
 		x.finish()
 		return
 	}
-	switch p.pre {
-	case 1:
-		x.reset()
-		return
-	case 2:
-		x.reject(&failure{status: p.status, msg: defaultMessage(x.d, p.status)})
-		return
-	case 3:
-		x.setHeaders()
-		x.w.Header().Set("Content-Length", "0")
-		x.status = http.StatusBadGateway
-		x.w.WriteHeader(http.StatusBadGateway)
-		x.finish()
+	if p.pre != 0 {
+		x.preFault(p)
 		return
 	}
 	x.rep = x.compose(p.z)
@@ -315,6 +326,22 @@ func (k *keyState) headers(v *rateView, scaled bool) rateHeaders {
 	return h
 }
 
+// preFault answers with the pre-response fault the plan drew.
+func (x *exchange) preFault(p plan) {
+	switch p.pre {
+	case 1:
+		x.reset()
+	case 2:
+		x.reject(&failure{status: p.status, msg: defaultMessage(x.d, p.status)})
+	case 3:
+		x.setHeaders()
+		x.w.Header().Set("Content-Length", "0")
+		x.status = http.StatusBadGateway
+		x.w.WriteHeader(http.StatusBadGateway)
+		x.finish()
+	}
+}
+
 // draw makes the request's random decisions.
 func (s *Server) draw(cfg *Config) plan {
 	s.rngMu.Lock()
@@ -389,7 +416,11 @@ func (x *exchange) reset() {
 
 // reject answers with an error before any body was written.
 func (x *exchange) reject(f *failure) {
-	x.s.peekHeaders(x)
+	if !x.edge {
+		// The API's answers carry its rate-limit state; a load balancer's
+		// do not.
+		x.s.peekHeaders(x)
+	}
 	x.setHeaders()
 	if f.status == http.StatusTooManyRequests {
 		h := x.w.Header()
@@ -453,6 +484,11 @@ func setAnthropicFamily(h http.Header, name string, st LimitState, scaled bool) 
 	h.Set(p+"Remaining", strconv.FormatInt(st.Remaining, 10))
 	reset := st.Reset.UTC()
 	if scaled {
+		// Milliseconds, rounded up like the whole seconds below: a client
+		// that waits until the stated reset must find the window open.
+		if reset.Nanosecond()%int(time.Millisecond) != 0 {
+			reset = reset.Truncate(time.Millisecond).Add(time.Millisecond)
+		}
 		h.Set(p+"Reset", reset.Format("2006-01-02T15:04:05.000Z07:00"))
 	} else {
 		if reset.Nanosecond() != 0 {
