@@ -26,6 +26,7 @@ func benchCommand() *command {
 docs/benchmarks.md records them with the commands that produced them.`,
 		subs: []*command{
 			benchLLMFakeCommand(),
+			benchGatewayCommand(),
 		},
 	}
 }

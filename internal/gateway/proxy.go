@@ -1,0 +1,513 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apiary-dev/apiary/internal/llmapi"
+	"github.com/apiary-dev/apiary/internal/sched"
+)
+
+// call is the state of one client request across its attempts.
+type call struct {
+	up      *upstream
+	path    string
+	prov    llmapi.Provider
+	info    llmapi.RequestInfo
+	id      *identity
+	body    []byte
+	holds   *holds
+	strip   bool // include_usage was injected: remove the usage chunk
+	start   time.Time
+	reqID   string
+	traceID string
+
+	attempts  int
+	queueWait time.Duration
+	ttfb      time.Duration
+	status    int
+	outcome   string
+
+	// ticket and res are held while the final response streams; nil once
+	// settled in the retry loop.
+	ticket *sched.Ticket
+	res    *sched.Reservation
+
+	streaming  bool // the final response is on its way (counted in flight)
+	settleOnce sync.Once
+}
+
+type callKey struct{}
+
+func callFrom(ctx context.Context) *call {
+	c, _ := ctx.Value(callKey{}).(*call)
+	return c
+}
+
+// unknownModelPrice prices models missing from the price table, so a budget
+// can never be bypassed by naming an unknown model: Opus-class list prices.
+var unknownModelPrice = llmapi.Price{Input: 15_000_000, Output: 75_000_000}
+
+func (g *Gateway) cost(prov llmapi.Provider, model string, u llmapi.Usage) int64 {
+	if c, ok := g.prices.CostFor(prov, model, u); ok {
+		return int64(c)
+	}
+	return int64(unknownModelPrice.Cost(u))
+}
+
+func (g *Gateway) serveProxy(w http.ResponseWriter, r *http.Request) {
+	start := g.now()
+	reqID := g.reqPrefix + "_" + strconv.FormatUint(g.reqSeq.Add(1), 36)
+	w.Header().Set("X-Apiary-Request-Id", reqID)
+	up, path, prov := g.route(r)
+	if prov == 0 {
+		prov = llmapi.OpenAICompatible
+	}
+	reject := func(status int, kind, msg, outcome string, id *identity) {
+		g.answer(w, prov, llmapi.EndpointOf(path), status, kind, msg, 0, false)
+		g.record(&call{up: up, path: path, prov: prov, id: id, start: start, reqID: reqID, status: status, outcome: outcome, traceID: traceID(r)}, llmapi.Usage{})
+	}
+	if up == nil {
+		reject(http.StatusNotFound, llmapi.KindNotFound, fmt.Sprintf("apiary gateway: no upstream serves %s %s; configure one with --upstream NAME=URL or route with /NAME/...", r.Method, r.URL.Path), "no_route", nil)
+		return
+	}
+	if r.ContentLength > g.cfg.MaxBody {
+		reject(http.StatusRequestEntityTooLarge, llmapi.KindRequestTooLarge, fmt.Sprintf("apiary gateway: request body of %d bytes exceeds the limit of %d", r.ContentLength, g.cfg.MaxBody), "rejected", nil)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, g.cfg.MaxBody+1))
+	if err != nil {
+		reject(http.StatusBadRequest, llmapi.KindInvalidRequest, "apiary gateway: reading request body: "+err.Error(), "client_cancelled", nil)
+		return
+	}
+	if int64(len(body)) > g.cfg.MaxBody {
+		reject(http.StatusRequestEntityTooLarge, llmapi.KindRequestTooLarge, fmt.Sprintf("apiary gateway: request body exceeds the limit of %d bytes", g.cfg.MaxBody), "rejected", nil)
+		return
+	}
+	info, err := llmapi.InspectRequest(prov, path, r.URL.Query(), body)
+	if err != nil {
+		reject(http.StatusBadRequest, llmapi.KindInvalidRequest, "apiary gateway: malformed request body: "+err.Error(), "rejected", nil)
+		return
+	}
+	id, err := g.identify(r.Context(), r)
+	if err != nil {
+		reject(http.StatusUnauthorized, llmapi.KindAuthentication, "apiary gateway: "+err.Error(), "rejected", nil)
+		return
+	}
+	if id.vkey != nil && up.apiKey == "" {
+		reject(http.StatusInternalServerError, llmapi.KindAPI, fmt.Sprintf("apiary gateway: upstream %s has no real API key configured, so virtual keys cannot be used with it", up.name), "rejected", id)
+		return
+	}
+	maxOut := info.MaxOutputTokens
+	if maxOut <= 0 {
+		maxOut = g.cfg.DefaultMaxTokens
+	}
+	// Reserve pessimistically: the input estimate is a guess, so pad it.
+	inEst := info.InputEstimate*5/4 + 16
+	usdEst := g.cost(prov, info.Model, llmapi.Usage{InputTokens: inEst, OutputTokens: maxOut})
+	hs, err := g.budgets.reserve(id, usdEst, inEst+maxOut)
+	if err != nil {
+		g.answer(w, prov, info.Endpoint, http.StatusPaymentRequired, llmapi.KindBilling, err.Error(), 0, true)
+		g.record(&call{up: up, path: path, prov: prov, info: info, id: id, start: start, reqID: reqID, status: http.StatusPaymentRequired, outcome: "budget_exhausted", traceID: traceID(r)}, llmapi.Usage{})
+		return
+	}
+	c := &call{up: up, path: path, prov: prov, info: info, id: id, body: body, holds: hs, start: start, reqID: reqID, traceID: traceID(r)}
+	if !g.cfg.NoIncludeUsage && info.Endpoint == llmapi.EndpointChat && info.Stream && !info.IncludeUsage &&
+		(prov == llmapi.OpenAI || prov == llmapi.Azure || prov == llmapi.OpenAICompatible) {
+		if nb, err := llmapi.InjectIncludeUsage(body); err == nil {
+			c.body, c.strip = nb, true
+		}
+	}
+	g.metrics.inflightReqs.Inc()
+	defer g.metrics.inflightReqs.Dec()
+	r2 := r.WithContext(context.WithValue(r.Context(), callKey{}, c))
+	u := *r.URL
+	u.Path, u.RawPath = path, ""
+	r2.URL = &u
+	r2.Body = io.NopCloser(bytes.NewReader(c.body))
+	r2.ContentLength = int64(len(c.body))
+	g.proxy.ServeHTTP(w, r2)
+	// A response that never reached ModifyResponse (the client went away
+	// while the proxy was writing headers) is settled here.
+	g.settle(c, llmapi.Usage{Estimated: true}, "client_cancelled")
+}
+
+// rewrite points the outbound request at the upstream.
+func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
+	c := callFrom(pr.In.Context())
+	out := pr.Out
+	out.URL.Scheme = c.up.url.Scheme
+	out.URL.Host = c.up.url.Host
+	out.URL.Path = c.up.url.Path + c.path
+	out.URL.RawPath = ""
+	out.Host = c.up.url.Host
+	// The gateway meters bodies, so it asks for them uncompressed.
+	out.Header.Del("Accept-Encoding")
+	out.Header.Del("X-Apiary-Agent")
+	out.Header.Del("X-Apiary-Priority")
+	c.id.substituteKey(out, c.up.apiKey)
+}
+
+// roundTrip sends one request with admission, pacing, the breaker and
+// transparent retries. It returns the final response: a success with its
+// admission ticket and rate reservation still held (settled when the body
+// closes), or a failure to pass through (already settled).
+func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
+	c := callFrom(req.Context())
+	ctx := req.Context()
+	up := c.up
+	var waited time.Duration // time spent in retry backoff
+	// carry is the rate reservation of an attempt the upstream never
+	// charged (a reset, an edge 502): its place in the window is still
+	// ours, so the retry takes it instead of queueing behind newer
+	// requests.
+	var carry *sched.Reservation
+	defer func() {
+		if carry != nil {
+			carry.Cancel(g.now())
+		}
+	}()
+	maxOut := c.info.MaxOutputTokens
+	if maxOut <= 0 {
+		maxOut = g.cfg.DefaultMaxTokens
+	}
+	for {
+		c.attempts++
+		qstart := g.now()
+		// 1. Pace by the rate limits, holding no admission slot.
+		var res *sched.Reservation
+		switch {
+		case carry != nil:
+			res, carry = carry, nil
+		case !g.cfg.NoRateLimit:
+			cost := sched.Cost{Requests: 1, Input: c.info.InputEstimate, Output: up.outputReservation(maxOut)}
+			var r sched.Reservation
+			if c.attempts == 1 {
+				r = up.limiter.Reserve(qstart, cost)
+			} else {
+				// A retry goes ahead of newer requests.
+				r = up.limiter.ReservePriority(qstart, cost)
+			}
+			res = &r
+			if err := up.limiter.Wait(ctx, *res); err != nil {
+				res.Cancel(g.now())
+				return nil, err
+			}
+		}
+		// 2. The breaker: wait for it to half-open, or fail fast.
+		var permit *sched.Permit
+		if up.breaker != nil {
+			p, err := up.breaker.Allow(g.now())
+			if err != nil {
+				if res != nil {
+					res.Cancel(g.now())
+				}
+				var oe *sched.OpenError
+				errors.As(err, &oe)
+				if g.cfg.BreakerFailFast || oe == nil {
+					return nil, &breakerError{upstream: up.name, retryAt: retryAtOf(oe)}
+				}
+				d := max(time.Until(oe.RetryAt), 10*time.Millisecond)
+				if err := sched.Sleep(ctx, d); err != nil {
+					return nil, err
+				}
+				c.queueWait += g.now().Sub(qstart)
+				c.attempts-- // waiting for the breaker is not an attempt
+				continue
+			}
+			permit = &p
+		}
+		// 3. Admission.
+		var ticket *sched.Ticket
+		if up.gate != nil {
+			t, err := up.gate.Acquire(ctx, sched.Request{Agent: c.id.agent, Class: c.id.priority, Cost: float64(c.info.InputEstimate + maxOut)})
+			if err != nil {
+				if res != nil {
+					res.Cancel(g.now())
+				}
+				if permit != nil {
+					permit.Cancel()
+				}
+				if errors.Is(err, sched.ErrQueueFull) {
+					return nil, &queueFullError{upstream: up.name}
+				}
+				return nil, err
+			}
+			ticket = t
+		}
+		c.queueWait += g.now().Sub(qstart)
+		g.metrics.inflight.WithLabelValues(up.name).Inc()
+		// 4. Send.
+		attempt := req.WithContext(ctx)
+		attempt.Body = io.NopCloser(bytes.NewReader(c.body))
+		attempt.ContentLength = int64(len(c.body))
+		attempt.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(c.body)), nil }
+		if res != nil {
+			res.Sent()
+		}
+		sent := g.now()
+		resp, err := g.cfg.Transport.RoundTrip(attempt)
+		if err == nil && resp.StatusCode < 400 && !c.info.Stream {
+			// Buffer a JSON answer whole, so that a connection that breaks
+			// mid-body is still retryable: nothing has reached the client.
+			err = bufferBody(resp, 64<<20)
+		}
+		now := g.now()
+		ttfb := now.Sub(sent)
+		if err != nil {
+			g.metrics.inflight.WithLabelValues(up.name).Dec()
+			ticket.Release()
+			if ctx.Err() != nil {
+				cancelAll(res, permit, now)
+				return nil, ctx.Err()
+			}
+			// No answer at all (a reset, a refused connection): assume the
+			// request never reached the API's limiter; the retry keeps its
+			// place. If it was counted after all, the server's next headers
+			// say so.
+			carry = res
+			if permit != nil {
+				permit.Record(now, false)
+			}
+			g.aimdRecord(up, now, sched.Congestion, 0)
+			if d, ok := g.retryDelay(c, 0, waited); ok {
+				g.metrics.retries.WithLabelValues(up.name, "connection").Inc()
+				g.log.Info("retrying", "request_id", c.reqID, "upstream", up.name, "agent", c.id.agent, "attempt", c.attempts, "reason", "connection", "error", err.Error(), "delay_ms", d.Milliseconds())
+				if err := sched.Sleep(ctx, d); err != nil {
+					return nil, err
+				}
+				waited += d
+				continue
+			}
+			return nil, &upstreamError{upstream: up.name, attempts: c.attempts, err: err}
+		}
+		rl := llmapi.ParseRateLimits(c.prov, resp.Header, now)
+		if res != nil {
+			up.observeLimits(res, rl)
+		}
+		if resp.StatusCode < 400 {
+			if permit != nil {
+				permit.Record(now, true)
+			}
+			g.aimdRecord(up, now, sched.Success, ttfb)
+			c.ticket, c.res, c.ttfb, c.status, c.streaming = ticket, res, ttfb, resp.StatusCode, true
+			return resp, nil
+		}
+		// A failure: read its (small) body to classify it.
+		errBody, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		g.metrics.inflight.WithLabelValues(up.name).Dec()
+		ticket.Release()
+		f := llmapi.Classify(c.prov, resp.StatusCode, resp.Header, errBody, now)
+		if permit != nil {
+			switch f.Class {
+			case llmapi.ClassServer, llmapi.ClassOverloaded, llmapi.ClassTimeout:
+				permit.Record(now, false)
+			default:
+				permit.Record(now, true) // the upstream answered sensibly
+			}
+		}
+		sig := sched.SignalOf(resp.StatusCode)
+		if f.Class == llmapi.ClassSpendLimit {
+			sig = sched.Neutral
+		}
+		g.aimdRecord(up, now, sig, ttfb)
+		if res != nil {
+			switch {
+			case (f.Class == llmapi.ClassServer || f.Class == llmapi.ClassTimeout) && (rl.Requests.Known || rl.Tokens.Known):
+				// The API itself failed after admitting the request (its
+				// rate-limit headers say it answered): the attempt counted.
+				res.Commit(now, sched.Cost{Requests: 1})
+			case f.Class == llmapi.ClassServer || f.Class == llmapi.ClassTimeout:
+				// An edge failure (a load balancer's 502): not charged;
+				// the retry keeps its place.
+				carry = res
+			default:
+				// Refused before any work (429, 529 overload, 4xx):
+				// nothing was charged, but a 429's pause still holds.
+				res.Cancel(now)
+			}
+		}
+		if f.Class == llmapi.ClassRateLimit && f.AccountWide && !g.cfg.NoRateLimit {
+			pause := f.RetryAfter
+			if pause <= 0 {
+				pause = time.Second
+			}
+			up.limiter.PauseUntil(sched.AllDims, now.Add(pause))
+		}
+		g.metrics.upstreamStatus.WithLabelValues(up.name, strconv.Itoa(resp.StatusCode)).Inc()
+		if f.Retryable && f.RetryAfter <= g.cfg.MaxRetryWait {
+			if d, ok := g.retryDelay(c, f.RetryAfter, waited); ok {
+				reason := f.Class.String()
+				g.metrics.retries.WithLabelValues(up.name, reason).Inc()
+				g.log.Info("retrying", "request_id", c.reqID, "upstream", up.name, "agent", c.id.agent, "attempt", c.attempts, "reason", reason, "status", resp.StatusCode, "delay_ms", d.Milliseconds())
+				if err := sched.Sleep(ctx, d); err != nil {
+					return nil, err
+				}
+				waited += d
+				continue
+			}
+		}
+		// Pass the failure through, with the headers clients need to back
+		// off correctly.
+		resp.Body = io.NopCloser(bytes.NewReader(errBody))
+		resp.ContentLength = int64(len(errBody))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(errBody)))
+		if !f.Retryable {
+			resp.Header.Set("X-Should-Retry", "false")
+		} else if resp.Header.Get("Retry-After") == "" {
+			secs := max(1, int(f.RetryAfter.Round(time.Second)/time.Second))
+			resp.Header.Set("Retry-After", strconv.Itoa(secs))
+		}
+		c.status = resp.StatusCode
+		c.outcome = "upstream_error"
+		return resp, nil
+	}
+}
+
+// retryDelay decides whether attempt c.attempts may be followed by another
+// and how long to wait first.
+func (g *Gateway) retryDelay(c *call, retryAfter, waited time.Duration) (time.Duration, bool) {
+	if c.attempts >= g.cfg.MaxAttempts {
+		return 0, false
+	}
+	return c.up.backoff.Next(c.attempts, retryAfter, waited)
+}
+
+func (g *Gateway) aimdRecord(up *upstream, now time.Time, s sched.Signal, ttfb time.Duration) {
+	if up.aimd == nil {
+		return
+	}
+	limit := up.aimd.Record(now, s, ttfb)
+	g.metrics.concLimit.WithLabelValues(up.name).Set(float64(limit))
+}
+
+func cancelAll(res *sched.Reservation, permit *sched.Permit, now time.Time) {
+	if res != nil {
+		res.Cancel(now)
+	}
+	if permit != nil {
+		permit.Cancel()
+	}
+}
+
+// bufferBody reads a response body fully into memory, bounded by limit.
+func bufferBody(resp *http.Response, limit int64) error {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return nil
+}
+
+func retryAtOf(oe *sched.OpenError) time.Time {
+	if oe == nil {
+		return time.Time{}
+	}
+	return oe.RetryAt
+}
+
+// modifyResponse wraps the final response's body so that it is metered as it
+// streams and settled when it ends.
+func (g *Gateway) modifyResponse(resp *http.Response) error {
+	c := callFrom(resp.Request.Context())
+	if c.strip {
+		resp.Header.Del("Content-Length")
+		resp.ContentLength = -1
+	}
+	resp.Body = newMeteredBody(g, c, resp.Body)
+	return nil
+}
+
+// Errors the gateway answers with itself.
+type breakerError struct {
+	upstream string
+	retryAt  time.Time
+}
+
+func (e *breakerError) Error() string {
+	return fmt.Sprintf("apiary gateway: circuit breaker for upstream %s is open", e.upstream)
+}
+
+type queueFullError struct{ upstream string }
+
+func (e *queueFullError) Error() string {
+	return fmt.Sprintf("apiary gateway: admission queue for upstream %s is full", e.upstream)
+}
+
+type upstreamError struct {
+	upstream string
+	attempts int
+	err      error
+}
+
+func (e *upstreamError) Error() string {
+	return fmt.Sprintf("apiary gateway: upstream %s failed after %d attempt(s): %v", e.upstream, e.attempts, e.err)
+}
+
+func (e *upstreamError) Unwrap() error { return e.err }
+
+// errorHandler answers a request whose round trip failed.
+func (g *Gateway) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	c := callFrom(r.Context())
+	if r.Context().Err() != nil {
+		g.settle(c, llmapi.Usage{}, "client_cancelled")
+		return
+	}
+	var be *breakerError
+	var qe *queueFullError
+	status, kind, retry := http.StatusBadGateway, llmapi.KindAPI, time.Duration(0)
+	switch {
+	case errors.As(err, &be):
+		status, kind, retry = http.StatusServiceUnavailable, llmapi.KindOverloaded, max(time.Second, time.Until(be.retryAt))
+	case errors.As(err, &qe):
+		status, kind, retry = http.StatusServiceUnavailable, llmapi.KindOverloaded, time.Second
+	case isTimeout(err):
+		status, kind = http.StatusGatewayTimeout, llmapi.KindTimeout
+	}
+	if status == http.StatusServiceUnavailable && c.prov == llmapi.Anthropic {
+		status = 529
+	}
+	g.answer(w, c.prov, c.info.Endpoint, status, kind, err.Error(), retry, false)
+	c.status = status
+	g.settle(c, llmapi.Usage{}, "upstream_error")
+}
+
+func isTimeout(err error) bool {
+	var te interface{ Timeout() bool }
+	return errors.As(err, &te) && te.Timeout()
+}
+
+// answer writes an error in the provider's own shape. noRetry adds
+// x-should-retry: false, which the official SDKs obey.
+func (g *Gateway) answer(w http.ResponseWriter, p llmapi.Provider, e llmapi.Endpoint, status int, kind, msg string, retryAfter time.Duration, noRetry bool) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(max(1, int((retryAfter+time.Second-1)/time.Second))))
+	}
+	if noRetry {
+		h.Set("X-Should-Retry", "false")
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(llmapi.ErrorBody(p, status, kind, msg))
+}
+
+// traceID extracts the trace id of a W3C traceparent header.
+func traceID(r *http.Request) string {
+	tp := r.Header.Get("Traceparent")
+	if len(tp) >= 35 && tp[2] == '-' {
+		return tp[3:35]
+	}
+	return ""
+}
