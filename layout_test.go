@@ -37,10 +37,13 @@ var allowed = map[string][]string{
 	"supervise":  {"sched"},
 	"board":      {"envelope"},
 	"swarm":      {"plan", "git", "gate", "agent", "supervise", "board", "envelope", "capability"},
-	"sim":        {"sched", "plan"},
-	"eval":       {"swarm", "plan"},
-	"dashboard":  {},
+	"sim":        {"sched", "plan", "plot"},
+	"eval":       {"swarm", "plan", "plot"},
+	"dashboard":  {"plot"},
 	"telemetry":  {},
+	// plot draws the charts of reports (SVG and PNG) for sim, eval and the
+	// dashboard; it stands alone.
+	"plot": {},
 	// envtest is a test-only helper (finding installed components); it ships
 	// nowhere and is imported only from _test.go files.
 	"envtest": {},
