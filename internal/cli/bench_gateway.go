@@ -100,7 +100,8 @@ wall time, throughput, the upstream's 429/5xx/reset/cut counts, and the
 rate-limit lower bound on wall time: the last of the A admitted attempts (every
 attempt the upstream charged, including ones that then failed by an injected
 fault, which no client can avoid) cannot start before the start of window
-ceil(A/RPM), nor can an agent finish its turns faster than turns × base latency.
+ceil(A/RPM), nor can an agent finish its turns faster than turns × the
+upstream's mean latency.
 
 --time-scale shrinks every duration (windows, latencies, the read timeout) so
 the suite runs quickly; 1 is the evaluation's real time. Variants: stream
@@ -248,6 +249,7 @@ func runGWScenario(ctx context.Context, sc gwScenario, variant, mode string, sca
 			BreakerWindow:  scaled(30*time.Second, scale),
 			BreakerOpenFor: scaled(5*time.Second, scale),
 			BreakerMaxOpen: scaled(time.Minute, scale),
+			KeepAlive:      scaled(5*time.Second, scale),
 		}
 		switch strings.TrimPrefix(mode, "gateway-no-") {
 		case "retry":
@@ -308,13 +310,15 @@ func runGWScenario(ctx context.Context, sc gwScenario, variant, mode string, sca
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tr := &http.Transport{MaxIdleConnsPerHost: 1, DisableCompression: true}
+			// A read timeout, as HIVEMIND's agents have: the answer must
+			// start within it, and a stream must not go silent longer.
+			tr := &http.Transport{MaxIdleConnsPerHost: 1, DisableCompression: true, ResponseHeaderTimeout: timeout}
 			defer tr.CloseIdleConnections()
-			client := &http.Client{Transport: tr, Timeout: timeout}
+			client := &http.Client{Transport: tr}
 			var spent int64
 			for range sc.Turns {
 				t0 := time.Now()
-				u, err := mockTurn(ctx, client, target, fmt.Sprintf("agent-%d", a), stream)
+				u, err := mockTurn(ctx, client, target, fmt.Sprintf("agent-%d", a), stream, timeout)
 				mu.Lock()
 				turns = append(turns, time.Since(t0))
 				mu.Unlock()
@@ -355,7 +359,10 @@ func runGWScenario(ctx context.Context, sc gwScenario, variant, mode string, sca
 		}
 	}
 	window := time.Duration(float64(time.Minute) * scale)
-	res.LowerBoundS = gwLowerBound(sc, res.Admitted, window, ms(sc.BaseMS), scale, fcfg.Limits.Window).Seconds()
+	// The expected latency of one attempt: no client can make the
+	// upstream answer faster.
+	meanLat := (sc.BaseMS + sc.JitterMS/2) * (1 + sc.Spike*4)
+	res.LowerBoundS = gwLowerBound(sc, res.Admitted, window, ms(meanLat), scale, fcfg.Limits.Window).Seconds()
 	res.Ratio = res.WallS / res.LowerBoundS
 	if len(turns) > 0 {
 		slices.Sort(turns)
@@ -371,7 +378,7 @@ func scaled(d time.Duration, scale float64) time.Duration {
 
 // gwLowerBound is the least wall time any client could need: the admitted
 // attempts cannot outrun the rate limit, and no agent can finish its turns
-// faster than turns × base latency.
+// faster than turns × the upstream's mean latency (base).
 func gwLowerBound(sc gwScenario, admitted int64, window, base time.Duration, scale float64, kind llmfake.Window) time.Duration {
 	base = time.Duration(float64(base) * scale)
 	chain := time.Duration(sc.Turns) * base
@@ -391,7 +398,9 @@ func gwLowerBound(sc gwScenario, admitted int64, window, base time.Duration, sca
 
 // mockTurn is one agent turn: one request, no retry. It fails on any error
 // status, transport error, or a stream that does not end with message_stop.
-func mockTurn(ctx context.Context, c *http.Client, target, agent string, stream bool) (llmapi.Usage, error) {
+func mockTurn(ctx context.Context, c *http.Client, target, agent string, stream bool, readTimeout time.Duration) (llmapi.Usage, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	body := fmt.Sprintf(`{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":%v,"messages":[{"role":"user","content":%q}]}`, stream, benchMessage)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target+"/v1/messages", strings.NewReader(body))
 	if err != nil {
@@ -406,9 +415,11 @@ func mockTurn(ctx context.Context, c *http.Client, target, agent string, stream 
 		return llmapi.Usage{}, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	idle := time.AfterFunc(readTimeout, cancel)
+	b, err := io.ReadAll(&idleReader{r: resp.Body, t: idle, d: readTimeout})
+	idle.Stop()
 	if err != nil {
-		return llmapi.Usage{}, fmt.Errorf("reading body: %w", err)
+		return llmapi.Usage{}, fmt.Errorf("reading body (read timeout %v): %w", readTimeout, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return llmapi.Usage{}, fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(b[:min(len(b), 200)]))
@@ -429,4 +440,20 @@ func mockTurn(ctx context.Context, c *http.Client, target, agent string, stream 
 		return llmapi.Usage{}, fmt.Errorf("stream %s: %s %s", r.Outcome, r.ErrorType, r.ErrorMessage)
 	}
 	return r.Usage, nil
+}
+
+// idleReader restarts t (which cancels the request) whenever bytes arrive:
+// a read timeout, not a deadline on the whole answer.
+type idleReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (ir *idleReader) Read(p []byte) (int, error) {
+	n, err := ir.r.Read(p)
+	if n > 0 {
+		ir.t.Reset(ir.d)
+	}
+	return n, err
 }

@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"io"
+	"net/http"
 	"sync"
+	"time"
 
 	"github.com/apiary-dev/apiary/internal/llmapi"
 	"github.com/apiary-dev/apiary/internal/sched"
@@ -35,13 +38,29 @@ type meteredBody struct {
 	parser  *sse.Parser
 	scratch []byte
 
+	// resume mode (Anthropic Messages streams, see resume.go): tracker
+	// follows what the client received; after a cut, splice rewrites the
+	// continuation read from rc; subs are the continuation calls.
+	ctx     context.Context
+	tracker *streamTracker
+	splice  *splicer
+	subs    []*call
+	extra   llmapi.Usage // input billed by finished continuations
+	// resuming delivers a continuation started by resume; cancelResume
+	// abandons it.
+	resuming     chan resumeResult
+	cancelResume context.CancelFunc
+
 	closeOnce sync.Once
 }
 
-func newMeteredBody(g *Gateway, c *call, rc io.ReadCloser) *meteredBody {
-	b := &meteredBody{g: g, c: c, rc: rc, meter: llmapi.NewStreamMeter(c.info)}
+func newMeteredBody(ctx context.Context, g *Gateway, c *call, rc io.ReadCloser) *meteredBody {
+	b := &meteredBody{g: g, c: c, rc: rc, ctx: ctx, meter: llmapi.NewStreamMeter(c.info)}
 	if c.strip {
 		b.parser = &sse.Parser{}
+	}
+	if c.prov == llmapi.Anthropic && c.info.Endpoint == llmapi.EndpointMessages && c.info.Stream && c.status < 400 && !g.cfg.NoResume {
+		b.tracker = newStreamTracker()
 	}
 	return b
 }
@@ -56,16 +75,45 @@ func (b *meteredBody) Read(p []byte) (int, error) {
 		if b.eof {
 			return 0, io.EOF
 		}
+		if b.resuming != nil {
+			b.awaitResume()
+			continue
+		}
 		n, err := b.rc.Read(p)
 		if n > 0 {
-			b.meter.Feed(p[:n])
-			if b.parser != nil {
+			switch {
+			case b.splice != nil:
+				// A continuation: what the client sees is the rewrite.
+				start := len(b.pending)
+				var serr error
+				b.pending, serr = b.splice.feed(p[:n], b.pending)
+				out := b.pending[start:]
+				b.meter.Feed(out)
+				b.tracker.feed(out)
+				n = 0
+				if serr != nil && err == nil {
+					err = serr
+				}
+			case b.parser != nil:
+				b.meter.Feed(p[:n])
 				b.rewrite(p[:n])
 				n = 0 // rewritten bytes are in pending
+			default:
+				b.meter.Feed(p[:n])
+				if b.tracker != nil {
+					b.tracker.feed(p[:n])
+				}
 			}
 		}
 		if err != nil {
-			b.finish(errors.Is(err, io.EOF))
+			clean := errors.Is(err, io.EOF)
+			if b.resume() {
+				if n > 0 {
+					return n, nil
+				}
+				continue
+			}
+			b.finish(clean)
 		}
 		if n > 0 {
 			return n, nil
@@ -92,6 +140,92 @@ func (b *meteredBody) rewrite(chunk []byte) {
 	})
 }
 
+// resume starts continuing a stream the upstream broke, when it can (see
+// resume.go); it reports whether reading goes on from a continuation. The
+// continuation runs in the background: until it answers, Read keeps the
+// client's connection alive with ping events, as the provider itself does.
+func (b *meteredBody) resume() bool {
+	t := b.tracker
+	if t == nil || !t.resumable || !t.started || t.done || len(b.subs) >= maxResumes {
+		return false
+	}
+	body, err := continuationBody(b.c.body, t.prefill())
+	if err != nil {
+		return false
+	}
+	// The broken attempt is over: free its slot and settle its rate
+	// reservation with what it streamed (estimated).
+	cur := b.c
+	if n := len(b.subs); n > 0 {
+		cur = b.subs[n-1]
+	}
+	b.g.release(cur, llmapi.Usage{InputTokens: b.c.info.InputEstimate, OutputTokens: int64(t.text.Len()+3) / 4, Estimated: true})
+	ctx, cancel := context.WithCancel(b.ctx)
+	ch := make(chan resumeResult, 1)
+	b.resuming, b.cancelResume = ch, cancel
+	go func() {
+		resp, c2, err := b.g.continuation(ctx, b.c, body)
+		ch <- resumeResult{resp, c2, err}
+	}()
+	return true
+}
+
+// resumeResult is the outcome of a continuation request.
+type resumeResult struct {
+	resp *http.Response
+	sub  *call
+	err  error
+}
+
+// pingEvent is Anthropic's keep-alive event.
+const pingEvent = "event: ping\ndata: {\"type\": \"ping\"}\n\n"
+
+// awaitResume waits for the continuation, sending pings meanwhile. It
+// returns when there is something to read (a ping, or the continuation's
+// body) or the stream is over.
+func (b *meteredBody) awaitResume() {
+	tick := time.NewTimer(b.g.cfg.KeepAlive)
+	defer tick.Stop()
+	select {
+	case r := <-b.resuming:
+		b.resuming, b.cancelResume = nil, nil
+		if r.err != nil {
+			b.finish(false)
+			return
+		}
+		if b.splice != nil {
+			b.extra = addInput(b.extra, b.splice.input)
+		}
+		_ = b.rc.Close()
+		b.rc = r.resp.Body
+		b.subs = append(b.subs, r.sub)
+		t := b.tracker
+		b.splice = &splicer{open: t.open, next: t.next, preOut: int64(t.text.Len()+3) / 4}
+		b.g.metrics.resumed.WithLabelValues(b.c.up.name).Inc()
+	case <-tick.C:
+		b.pending = append(b.pending, pingEvent...)
+	case <-b.ctx.Done():
+		b.cancelResume()
+		r := <-b.resuming
+		b.resuming, b.cancelResume = nil, nil
+		if r.err == nil {
+			r.resp.Body.Close()
+			b.g.release(r.sub, llmapi.Usage{})
+		}
+		b.finish(false)
+	}
+}
+
+// addInput adds u's input counts to acc.
+func addInput(acc, u llmapi.Usage) llmapi.Usage {
+	acc.InputTokens += u.InputTokens
+	acc.CacheCreationInputTokens += u.CacheCreationInputTokens
+	acc.CacheCreation5m += u.CacheCreation5m
+	acc.CacheCreation1h += u.CacheCreation1h
+	acc.CacheReadInputTokens += u.CacheReadInputTokens
+	return acc
+}
+
 // finish records how the upstream body ended and queues a terminal error
 // frame when a stream broke.
 func (b *meteredBody) finish(cleanEOF bool) {
@@ -100,8 +234,14 @@ func (b *meteredBody) finish(cleanEOF bool) {
 	}
 	b.eof = true
 	res := b.meter.Finish(cleanEOF)
+	if len(b.subs) > 0 {
+		res.Usage = addInput(addInput(res.Usage, b.extra), b.splice.input)
+	}
 	b.result = &res
 	b.outcome = "ok"
+	if len(b.subs) > 0 {
+		b.outcome = "resumed"
+	}
 	if b.c.status >= 400 {
 		b.outcome = "upstream_error"
 		return
@@ -136,8 +276,19 @@ func (b *meteredBody) Close() error {
 			b.outcome = "client_cancelled"
 			b.eof = true
 		}
-		err := b.rc.Close()
-		_ = err
+		if b.resuming != nil {
+			b.cancelResume()
+			if r := <-b.resuming; r.err == nil {
+				r.resp.Body.Close()
+				b.subs = append(b.subs, r.sub)
+			}
+			b.resuming = nil
+		}
+		_ = b.rc.Close()
+		for _, sub := range b.subs {
+			b.g.release(sub, llmapi.Usage{})
+			b.c.attempts += sub.attempts
+		}
 		b.g.settle(b.c, b.result.Usage, b.outcome)
 	})
 	return nil

@@ -108,6 +108,12 @@ type Config struct {
 
 	// NoIncludeUsage leaves OpenAI chat stream bodies exactly as sent.
 	NoIncludeUsage bool
+	// NoResume ends a broken Anthropic text stream with an error frame
+	// instead of continuing it with a prefill request (see resume.go).
+	NoResume bool
+	// KeepAlive is the interval of the ping events that keep a client's
+	// stream alive while a continuation waits for the upstream (default 5s).
+	KeepAlive time.Duration
 	// MaxBody bounds request bodies (default 32 MiB).
 	MaxBody int64
 	// HeaderTimeout bounds the wait for an upstream's response headers per
@@ -284,6 +290,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.HeaderTimeout <= 0 {
 		c.HeaderTimeout = 10 * time.Minute
+	}
+	if c.KeepAlive <= 0 {
+		c.KeepAlive = 5 * time.Second
 	}
 	if c.DefaultMaxTokens <= 0 {
 		c.DefaultMaxTokens = 4096

@@ -195,8 +195,10 @@ func TestMidStreamCut(t *testing.T) {
 	if !strings.Contains(err.Error(), "terminal event") {
 		t.Errorf("error %v does not explain the cut", err)
 	}
+	// Every continuation was cut too: after maxResumes of them the stream
+	// ends with the error frame.
 	rows := g.rows(t, 1)
-	if len(rows) != 1 || rows[0].Outcome != "truncated" || rows[0].Attempts != 1 {
+	if len(rows) != 1 || rows[0].Outcome != "truncated" || rows[0].Attempts != 1+maxResumes {
 		t.Errorf("ledger %+v", rows)
 	}
 
@@ -392,4 +394,66 @@ func keysOf[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestResumeCutStream: Anthropic text streams that the upstream cuts after
+// the first byte are continued with a prefill request and reach the client
+// as one well-formed message; with resumption off they end in an error.
+func TestResumeCutStream(t *testing.T) {
+	t.Parallel()
+	for _, off := range []bool{false, true} {
+		fs, up := fake(t, llmfake.Config{Faults: llmfake.Faults{CutRate: 0.3}, Output: llmfake.Output{TokensMean: 60, ChunkTokens: 4}})
+		g := start(t, Config{Upstreams: []Upstream{{Name: "a", URL: up, Provider: llmapi.Anthropic}}, NoResume: off})
+		client := anthropicClient(t, g.URL)
+		failed := 0
+		for range 12 {
+			stream := client.Messages.NewStreaming(t.Context(), params())
+			var msg anthropic.Message
+			for stream.Next() {
+				if err := msg.Accumulate(stream.Current()); err != nil {
+					t.Fatalf("resume=%v: accumulate: %v", !off, err)
+				}
+			}
+			if stream.Err() != nil {
+				failed++
+				continue
+			}
+			// A cut after a block ended continues in a new text block.
+			if msg.StopReason != anthropic.StopReasonEndTurn || len(msg.Content) == 0 || msg.Usage.OutputTokens == 0 {
+				t.Errorf("resume=%v: stop %s, %d blocks, usage %+v", !off, msg.StopReason, len(msg.Content), msg.Usage)
+			}
+			for _, b := range msg.Content {
+				if b.Type != "text" || b.Text == "" {
+					t.Errorf("resume=%v: block %s %q", !off, b.Type, b.Text)
+				}
+			}
+		}
+		cuts := fs.Stats().Total.Cuts
+		if cuts == 0 {
+			t.Fatal("no stream was cut; the test proves nothing")
+		}
+		switch {
+		case !off && failed > 0:
+			// A stream fails only if the original and both continuations
+			// were cut (p = 0.027 each); requests are sequential and
+			// llmfake is seeded, so with this seed none is.
+			t.Errorf("resumption on: %d of 12 streams failed (%d cuts)", failed, cuts)
+		case off && failed == 0:
+			t.Errorf("resumption off: no stream failed despite %d cuts", cuts)
+		}
+		if !off {
+			resumed := 0
+			for _, r := range g.rows(t, 12) {
+				if r.Outcome == "resumed" {
+					resumed++
+					if r.Attempts < 2 || r.OutputTokens == 0 {
+						t.Errorf("resumed row %+v", r)
+					}
+				}
+			}
+			if resumed == 0 {
+				t.Error("no ledger row says resumed")
+			}
+		}
+	}
 }

@@ -21,6 +21,7 @@ type metrics struct {
 	requests       *prometheus.CounterVec
 	upstreamStatus *prometheus.CounterVec
 	truncated      *prometheus.CounterVec
+	resumed        *prometheus.CounterVec
 	tokens         *prometheus.CounterVec
 	usd            *prometheus.CounterVec
 	queueWait      *prometheus.HistogramVec
@@ -39,13 +40,14 @@ func newMetrics() *metrics {
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "requests_total", Help: "Client requests by final status and outcome."}, []string{"upstream", "status", "outcome"})
 	m.upstreamStatus = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "upstream_failures_total", Help: "Failed upstream attempts by HTTP status (429, 5xx, ...)."}, []string{"upstream", "status"})
 	m.truncated = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "truncated_streams_total", Help: "Streams the upstream broke after the first byte; each ended with a terminal error frame."}, []string{"upstream"})
+	m.resumed = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "resumed_streams_total", Help: "Broken Anthropic streams continued with a prefill request."}, []string{"upstream"})
 	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tokens_total", Help: "Tokens by agent and direction."}, []string{"agent", "direction"})
 	m.usd = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "usd_total", Help: "Spend in USD by agent."}, []string{"agent"})
 	buckets := []float64{.0005, .001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60, 120}
 	m.queueWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "queue_wait_seconds", Help: "Time a request waited for pacing, the breaker and admission.", Buckets: buckets}, []string{"upstream"})
 	m.ttfb = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "ttfb_seconds", Help: "Upstream time to response headers of the final attempt.", Buckets: buckets}, []string{"upstream"})
 	m.reg.MustRegister(m.inflightReqs, m.inflight, m.queued, m.concLimit, m.breakerState, m.retries, m.requests,
-		m.upstreamStatus, m.truncated, m.tokens, m.usd, m.queueWait, m.ttfb)
+		m.upstreamStatus, m.truncated, m.resumed, m.tokens, m.usd, m.queueWait, m.ttfb)
 	return m
 }
 

@@ -41,7 +41,11 @@ type call struct {
 	ticket *sched.Ticket
 	res    *sched.Reservation
 
-	streaming  bool // the final response is on its way (counted in flight)
+	streaming bool // the final response is on its way (counted in flight)
+	// outHeader is the request's header as sent upstream (for a
+	// continuation of a broken stream); continued marks a continuation.
+	outHeader  http.Header
+	continued  bool
 	settleOnce sync.Once
 }
 
@@ -154,6 +158,7 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	out.Header.Del("X-Apiary-Agent")
 	out.Header.Del("X-Apiary-Priority")
 	c.id.substituteKey(out, c.up.apiKey)
+	c.outHeader = out.Header.Clone()
 }
 
 // roundTrip sends one request with admission, pacing, the breaker and
@@ -188,19 +193,12 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 		case carry != nil:
 			res, carry = carry, nil
 		case !g.cfg.NoRateLimit:
-			cost := sched.Cost{Requests: 1, Input: c.info.InputEstimate, Output: up.outputReservation(maxOut)}
-			var r sched.Reservation
-			if c.attempts == 1 {
-				r = up.limiter.Reserve(qstart, cost)
-			} else {
-				// A retry goes ahead of newer requests.
-				r = up.limiter.ReservePriority(qstart, cost)
-			}
-			res = &r
-			if err := up.limiter.Wait(ctx, *res); err != nil {
-				res.Cancel(g.now())
+			r, err := g.pace(ctx, up, sched.Cost{Requests: 1, Input: c.info.InputEstimate, Output: up.outputReservation(maxOut)},
+				c.attempts > 1 || c.continued)
+			if err != nil {
 				return nil, err
 			}
+			res = r
 		}
 		// 2. The breaker: wait for it to half-open, or fail fast.
 		var permit *sched.Permit
@@ -341,7 +339,7 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 			if pause <= 0 {
 				pause = time.Second
 			}
-			up.limiter.PauseUntil(sched.AllDims, now.Add(pause))
+			up.limiter.Load().PauseUntil(sched.AllDims, now.Add(pause))
 		}
 		g.metrics.upstreamStatus.WithLabelValues(up.name, strconv.Itoa(resp.StatusCode)).Inc()
 		if f.Retryable && f.RetryAfter <= g.cfg.MaxRetryWait {
@@ -370,6 +368,53 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 		c.status = resp.StatusCode
 		c.outcome = "upstream_error"
 		return resp, nil
+	}
+}
+
+// pace reserves cost on the upstream's rate limiter and waits until it may
+// be sent. A retry, or the continuation of a broken stream (prio), goes
+// ahead of newer requests. If the limiter is replaced while the request
+// waits (the server turned out to refill continuously), the request
+// reserves again on the new one rather than keep a place the new model
+// does not know about.
+func (g *Gateway) pace(ctx context.Context, up *upstream, cost sched.Cost, prio bool) (*sched.Reservation, error) {
+	for {
+		lim := up.limiter.Load()
+		var r sched.Reservation
+		if prio {
+			r = lim.ReservePriority(g.now(), cost)
+		} else {
+			r = lim.Reserve(g.now(), cost)
+		}
+		var err error
+		swapped := false
+		select {
+		case <-up.swapped:
+			swapped = true // the limiter can change only once
+		default:
+		}
+		if swapped || !r.ReadyAt.After(g.now()) {
+			err = lim.Wait(ctx, r) // returns at once unless a pause holds it
+		} else {
+			// A real wait: let a limiter swap interrupt it.
+			wctx, cancel := context.WithCancel(ctx)
+			go func() {
+				select {
+				case <-up.swapped:
+					cancel()
+				case <-wctx.Done():
+				}
+			}()
+			err = lim.Wait(wctx, r)
+			cancel()
+		}
+		if err == nil {
+			return &r, nil
+		}
+		r.Cancel(g.now())
+		if ctx.Err() != nil || up.limiter.Load() == lim {
+			return nil, err
+		}
 	}
 }
 
@@ -425,7 +470,7 @@ func (g *Gateway) modifyResponse(resp *http.Response) error {
 		resp.Header.Del("Content-Length")
 		resp.ContentLength = -1
 	}
-	resp.Body = newMeteredBody(g, c, resp.Body)
+	resp.Body = newMeteredBody(resp.Request.Context(), g, c, resp.Body)
 	return nil
 }
 

@@ -64,7 +64,7 @@ func (g *Gateway) Stats() Stats {
 			us.Breaker = up.breaker.State().String()
 		}
 		for _, d := range dims {
-			bs := up.limiter.Stats(d.dim, now)
+			bs := up.limiter.Load().Stats(d.dim, now)
 			if bs.Limit == 0 {
 				continue
 			}

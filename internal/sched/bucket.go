@@ -326,9 +326,12 @@ func (b *Bucket) observe(limit, remaining int64, reset, sent time.Time, own, aft
 		// it out of what it had not seen.
 		later -= min(max(own, 0), later)
 	}
-	if b.mode == Step {
+	switch {
+	case b.mode == Step:
 		b.stepObserve(float64(remaining), later, reset, sent)
-	} else {
+	case marked && reset.IsZero() && !learning:
+		b.contObserveExact(float64(remaining), max(b.seq-after, 0), sent)
+	default:
 		b.contObserve(float64(remaining), later, own, covered, reset, sent)
 	}
 }

@@ -43,6 +43,26 @@ func (b *Bucket) project(t time.Time) float64 {
 	return min(b.capacity, bal+b.refill(from, t))
 }
 
+// contObserveExact folds in a continuous server's remaining count r for a
+// request marked sent, when the server gives no reset (or it is ignored):
+// the server's balance is r refilled since the request was sent, less our
+// debits it may not have seen (sent after it, or not sent yet). Counting
+// those as unseen errs on the safe side — a continuous bucket offers no
+// window boundary at which an over-count would be forgiven — and the bound
+// only ever lowers our own balance, never raises it.
+func (b *Bucket) contObserveExact(r, unsent float64, sent time.Time) {
+	at := b.tailAt
+	if sent.After(at) {
+		at = sent
+	}
+	bound := min(b.capacity, r+b.refill(sent, at)) - unsent
+	b.bal, b.tailAt = b.project(at), at
+	if bound < b.bal {
+		b.bal = bound
+		b.reset = sent
+	}
+}
+
 // contReady returns when a Continuous reservation of n could go, after
 // the latest scheduled send.
 func (b *Bucket) contReady(now time.Time, n float64) time.Time {
