@@ -109,6 +109,9 @@ type Spec struct {
 	Env map[string]string
 	// Grace is the time between SIGTERM and SIGKILL; default 5s.
 	Grace time.Duration
+	// Started, if set, is called with the agent's pid (which is also its
+	// process group id) once it has started, before Run waits for it.
+	Started func(pid int)
 }
 
 // Command returns the argv and environment for the attempt, without starting

@@ -81,6 +81,9 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		return Result{}, fmt.Errorf("agent: start %s: %w", argv[0], err)
 	}
 	pgid := cmd.Process.Pid
+	if s.Started != nil {
+		s.Started(pgid)
+	}
 	// After the grace period Go kills only the leader; kill the whole group.
 	stopKill := make(chan struct{})
 	var wg sync.WaitGroup

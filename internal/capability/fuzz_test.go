@@ -86,6 +86,18 @@ func checkMutation(t *testing.T, tok, other *Token, op uint8, pos uint16, bit ui
 	if err := Verify(testKey, m, okRequest, nil); !errors.Is(err, ErrBadSignature) {
 		t.Fatalf("op %d pos %d bit %d: mutated token verified or failed otherwise: %v\norig %v\nmut  %v", op, pos, bit, err, tok.Caveats(), m.Caveats())
 	}
+	// A Verifier that remembers the original chain must not take the
+	// mutation for it.
+	v, err := NewVerifier(testKey, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Verify(tok, okRequest, nil); err != nil {
+		t.Fatalf("Verifier rejects the original: %v", err)
+	}
+	if err := v.Verify(m, okRequest, nil); !errors.Is(err, ErrBadSignature) {
+		t.Fatalf("op %d pos %d bit %d: mutated token passed the Verifier: %v", op, pos, bit, err)
+	}
 }
 
 // FuzzMutatedToken: no mutation of a valid token (bit flip, truncation, a

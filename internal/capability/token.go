@@ -173,11 +173,8 @@ func Verify(key []byte, tok *Token, req Request, revoker Revoker) error {
 	if len(key) < MinKeyLen {
 		return ErrKey
 	}
-	if tok == nil || len(tok.idRaw) == 0 {
-		return malformed("nil token")
-	}
-	if len(tok.caveats) > MaxCaveats {
-		return malformed("too many caveats")
+	if err := checkShape(tok); err != nil {
+		return err
 	}
 	sig := mac(key, tok.idRaw)
 	for i := range tok.caveats {
@@ -186,6 +183,23 @@ func Verify(key []byte, tok *Token, req Request, revoker Revoker) error {
 	if subtle.ConstantTimeCompare(sig[:], tok.sig[:]) != 1 {
 		return ErrBadSignature
 	}
+	return checkRequest(tok, req, revoker)
+}
+
+// checkShape rejects a token that can never verify.
+func checkShape(tok *Token) error {
+	if tok == nil || len(tok.idRaw) == 0 {
+		return malformed("nil token")
+	}
+	if len(tok.caveats) > MaxCaveats {
+		return malformed("too many caveats")
+	}
+	return nil
+}
+
+// checkRequest evaluates revocation and every caveat of a token whose
+// signature is good.
+func checkRequest(tok *Token, req Request, revoker Revoker) error {
 	if revoker != nil {
 		for i, n := range tok.nodes {
 			if min := revoker.MinEpoch(n); tok.id.Epoch < min {

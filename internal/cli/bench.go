@@ -27,6 +27,8 @@ docs/benchmarks.md records them with the commands that produced them.`,
 		subs: []*command{
 			benchLLMFakeCommand(),
 			benchGatewayCommand(),
+			benchSwarmCommand(),
+			benchOverheadCommand(),
 		},
 	}
 }

@@ -54,7 +54,7 @@ GET /_apiary/stats, GET /_apiary/health, GET /metrics.`,
 
 // gatewayOptions are the gateway's command-line flags.
 type gatewayOptions struct {
-	listen, configFile, ledger, logLevel        string
+	listen, configFile, ledger, logLevel, dash  string
 	upstreams, upstreamKeys                     stringList
 	maxConc, agentMaxConc                       int
 	rpm, tpm, itpm, otpm                        int64
@@ -91,6 +91,7 @@ func gatewayFlags(fs *flag.FlagSet) *gatewayOptions {
 	fs.BoolVar(&o.failFast, "fail-fast", false, "answer at once with a typed error while a breaker is open, instead of waiting")
 	fs.BoolVar(&o.noIncludeUsage, "no-include-usage", false, "do not add stream_options.include_usage to OpenAI streams")
 	fs.StringVar(&o.logLevel, "log-level", "info", "`LEVEL` of stderr logs: debug (one line per request), info, warn, error")
+	fs.StringVar(&o.dash, "dash", "", "serve the dashboard's gateway panel on `ADDR` (e.g. 127.0.0.1:7421)")
 	return o
 }
 
@@ -281,7 +282,14 @@ func runGateway(ctx context.Context, e *env, o *gatewayOptions) error {
 		ledger.Close()
 		return err
 	}
-	srv := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second}
+	h, stopDash, err := gatewayDash(ctx, e, o.dash, l.Addr(), g)
+	if err != nil {
+		l.Close()
+		ledger.Close()
+		return err
+	}
+	defer stopDash()
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 	fmt.Fprintf(e.stdout, "listening on http://%s\n", l.Addr())
 	for _, u := range cfg.Upstreams {
 		cfg.Logger.Info("upstream", "name", u.Name, "url", u.URL, "max_concurrency", u.MaxConcurrency, "rpm", u.RPM, "tpm", u.TPM)

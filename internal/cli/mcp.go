@@ -28,6 +28,16 @@ fsynced and journaled; every path is confined to the roots.
 It speaks MCP on stdin/stdout (exiting when stdin closes), or streamable
 HTTP at http://ADDR/mcp with --listen.
 
+With a capability (--capability, else $APIARY_CAPABILITY) every tool call
+and every path written is verified against the token — its signature with
+the root key (--key-file, default .apiary/cap.key of the repository), the
+revocations the run publishes (--revocations, else $APIARY_REVOCATIONS),
+its tools, path prefixes and expiry — and refused with a typed envelope
+otherwise; --escrow-tool names tools that need a human's approval, asked
+through the run. With the run's control socket (--control, else
+$APIARY_CONTROL) the server also offers apiary.spawn, which asks the run
+for a child task.
+
 The first --root is the workspace (default $RW_WORKSPACE, else the current
 directory); further roots are addressed as @NAME/path, NAME being the root's
 base name. The server's own state (journal, chunks, scratch, checkpoints,
@@ -42,11 +52,17 @@ refuse to touch as a user path. Environment: RW_WORKSPACE, RW_POLICY_FILE
 			listen := fs.String("listen", "", "serve streamable HTTP at http://`ADDR`/mcp instead of stdio (a bare :PORT binds 127.0.0.1)")
 			stateDir := fs.String("state-dir", "", "workspace-relative state `DIR` (default "+durable.DefaultStateDir+")")
 			compat := fs.Bool("rw-compat", false, "Resilient Write layout: state in "+durable.CompatStateDir+", server and journal caller named resilient-write")
+			var cf capFlags
+			fs.StringVar(&cf.token, "capability", "", "capability `TOKEN` checked on every tool call (default $APIARY_CAPABILITY)")
+			fs.StringVar(&cf.keyFile, "key-file", "", "root key `FILE` of the capability (default .apiary/cap.key of the repository)")
+			fs.StringVar(&cf.revocations, "revocations", "", "the run's revocation `FILE` (default $APIARY_REVOCATIONS)")
+			fs.StringVar(&cf.control, "control", "", "the run's control `SOCKET`: adds apiary.spawn (default $APIARY_CONTROL)")
+			fs.Var(&cf.escrowTools, "escrow-tool", "`TOOL` that needs a human's approval (repeatable)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if err := noArgs(args); err != nil {
 					return err
 				}
-				return runMCP(ctx, e, mcpFlags{roots: roots, scopes: scopes, listen: *listen, stateDir: *stateDir, compat: *compat})
+				return runMCP(ctx, e, mcpFlags{roots: roots, scopes: scopes, listen: *listen, stateDir: *stateDir, compat: *compat, caps: cf})
 			}
 		},
 	}
@@ -57,6 +73,7 @@ type mcpFlags struct {
 	listen        string
 	stateDir      string
 	compat        bool
+	caps          capFlags
 }
 
 func runMCP(ctx context.Context, e *env, f mcpFlags) error {
@@ -91,6 +108,10 @@ func runMCP(ctx context.Context, e *env, f mcpFlags) error {
 	if len(f.scopes) > 0 {
 		cfg.Authority = durable.WriteScope(f.scopes)
 	}
+	spawner, err := f.caps.wire(ctx, e, roots[0], &cfg)
+	if err != nil {
+		return err
+	}
 	if py, err := exec.LookPath("python3"); err == nil {
 		cfg.Python = durable.Python3{Path: py}
 	}
@@ -104,7 +125,7 @@ func runMCP(ctx context.Context, e *env, f mcpFlags) error {
 	defer ws.Close()
 	// The SDK narrates every session at Info; keep stderr for what matters.
 	sdkLog := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv := mcpserver.New(ws, mcpserver.Options{Name: name, Version: readBuildVersion().Version, Logger: sdkLog})
+	srv := mcpserver.New(ws, mcpserver.Options{Name: name, Version: readBuildVersion().Version, Logger: sdkLog, Spawner: spawner})
 	if f.listen == "" {
 		return mcpserver.ServeStdio(ctx, srv, e.stdin, e.stdout)
 	}

@@ -68,6 +68,9 @@ agents' own reports. Claude Code agents also get apiary's MCP write surface
 			fs.StringVar(&f.worker, "worker", "", "planner mode: the workers' agent `PROFILE`")
 			fs.StringVar(&f.agents, "agents", "", "agent profiles `FILE` (YAML mapping of name to profile)")
 			fs.StringVar(&f.modelURL, "model-url", "", "base `URL` of the model API the agents use (default $ANTHROPIC_BASE_URL)")
+			f.sup.register(fs)
+			swarmRunFlags(fs, &f.swarm)
+			fs.StringVar(&f.dash, "dash", "", "serve the dashboard on `ADDR` (e.g. 127.0.0.1:7421) while the run goes on")
 			return func(ctx context.Context, e *env, args []string) error {
 				return f.run(ctx, e, args)
 			}
@@ -83,9 +86,15 @@ type runFlags struct {
 	reconcile             string
 	goal, planner, worker string
 	agents, modelURL      string
+	sup                   supFlags
+	swarm                 swarmFlags
+	dash                  string
 }
 
 func (f *runFlags) run(ctx context.Context, e *env, args []string) error {
+	if f.swarm.mode != "" {
+		return f.runSwarm(ctx, e, args)
+	}
 	switch {
 	case f.maxParallel < 0 || f.maxAttempts < 0:
 		return usagef("--max-parallel and --max-attempts must not be negative")
@@ -120,6 +129,9 @@ func (f *runFlags) run(ctx context.Context, e *env, args []string) error {
 	if ws, err := newMCPSurface(root); err == nil {
 		cfg.Writes = ws
 	}
+	if err := f.sup.apply(e, &cfg, url); err != nil {
+		return err
+	}
 	id := f.resume
 	if id == "" {
 		if id, err = swarm.NewRunID(time.Now(), rand.Reader); err != nil {
@@ -133,6 +145,11 @@ func (f *runFlags) run(ctx context.Context, e *env, args []string) error {
 		}
 		nr.PlanFile = args[0]
 	}
+	stopObserving, err := observeRun(ctx, e, root, f.dash, &cfg)
+	if err != nil {
+		return err
+	}
+	defer stopObserving()
 	rep, err := runAndReport(ctx, e, cfg, nr, f.resume != "", f.json)
 	if err != nil {
 		return err
@@ -184,7 +201,11 @@ func execRun(ctx context.Context, e *env, cfg swarm.Config, nr swarm.NewRun, res
 		prog = &swarm.Progress{W: e.stderr, TTY: true}
 	}
 	announced := false
+	observe := cfg.OnEvent
 	cfg.OnEvent = func(ev swarm.Event) {
+		if observe != nil {
+			observe(ev)
+		}
 		if !announced && (ev.Kind == swarm.EvRunStarted || ev.Kind == swarm.EvRunResumed) {
 			announced = true
 			fmt.Fprintf(head, "run %s\n", ev.Run)

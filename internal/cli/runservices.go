@@ -54,6 +54,15 @@ type mcpSurface struct {
 var _ swarm.WriteSurface = mcpSurface{}
 
 func (m mcpSurface) MCPConfig(worktree string, scope []string) (string, []string, error) {
+	return m.MCPConfigWith(worktree, scope, swarm.Grant{})
+}
+
+var _ swarm.CapabilitySurface = mcpSurface{}
+
+// MCPConfigWith is MCPConfig with the attempt's capability (passed in the
+// server's environment, not its command line), the run's revocations and
+// control socket, and the escrowed tools.
+func (m mcpSurface) MCPConfigWith(worktree string, scope []string, g swarm.Grant) (string, []string, error) {
 	args := []string{"mcp", "--root", worktree}
 	for _, s := range scope {
 		if s == "." {
@@ -62,7 +71,22 @@ func (m mcpSurface) MCPConfig(worktree string, scope []string) (string, []string
 		}
 		args = append(args, "--write-scope", s)
 	}
-	cfg := map[string]any{"mcpServers": map[string]any{"apiary": map[string]any{"type": "stdio", "command": m.exe, "args": args}}}
+	server := map[string]any{"type": "stdio", "command": m.exe}
+	if g.Capability != "" {
+		env := map[string]string{"APIARY_CAPABILITY": g.Capability}
+		if g.Revocations != "" {
+			env["APIARY_REVOCATIONS"] = g.Revocations
+		}
+		if g.Control != "" {
+			env["APIARY_CONTROL"] = g.Control
+		}
+		server["env"] = env
+		for _, t := range g.EscrowTools {
+			args = append(args, "--escrow-tool", t)
+		}
+	}
+	server["args"] = args
+	cfg := map[string]any{"mcpServers": map[string]any{"apiary": server}}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return "", nil, err
@@ -71,7 +95,7 @@ func (m mcpSurface) MCPConfig(worktree string, scope []string) (string, []string
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", nil, err
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := os.WriteFile(path, b, 0o600); err != nil {
 		return "", nil, err
 	}
 	return path, []string{"mcp__apiary"}, nil

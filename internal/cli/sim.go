@@ -10,18 +10,23 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/apiary-dev/apiary/internal/plan"
 	"github.com/apiary-dev/apiary/internal/sim"
+	"github.com/apiary-dev/apiary/internal/swarm"
 )
 
 func simCommand() *command {
 	return &command{
 		name:    "sim",
-		summary: "answer how many agents before spending: scaling, voting, fan-out, collisions",
-		help: `Analytical models for sizing a swarm. Each prints a short human summary, or a
-JSON object with --json.`,
-		subs: []*command{simUSLCommand(), simVoteCommand(), simBarrierCommand(), simQuorumCommand(), simCollisionCommand()},
+		summary: "answer how many agents before spending: scaling, voting, fan-out, collisions, swarms",
+		help: `Analytical models for sizing a swarm, a discrete-event simulator of swarms
+(swarm) and its calibration against real runs (calibrate). Each prints a
+short human summary, or JSON with --json.`,
+		subs: []*command{simUSLCommand(), simVoteCommand(), simBarrierCommand(), simQuorumCommand(), simCollisionCommand(),
+			simSwarmCommand(), simCalibrateCommand()},
 	}
 }
 
@@ -329,4 +334,280 @@ estimated by seeded Monte Carlo.`,
 			}
 		},
 	}
+}
+
+func simSwarmCommand() *command {
+	return &command{
+		name:    "swarm",
+		summary: "simulate N agents on T tasks: a central scheduler vs self-organizing claims",
+		help: `A discrete-event simulation (a binary-heap event queue; deterministic for a
+seed) of --tasks tasks with lognormal durations run by each --agents count,
+coordinated by a central scheduler, by self-organizing claims, or both:
+
+  central  one scheduler handles every message one at a time — requests,
+           completions, assignments and every agent's heartbeat (1,000
+           agents at one per 5 s is 200 msg/s) — and stalls when saturated
+  self     agents claim ready tasks from a board; a claim goes to the
+           task's shard gatekeeper, which grants the best claim of a short
+           window; losers pick again (negotiation messages per claim)
+
+Both pay merge conflicts (tasks write Zipf-distributed files; a task whose
+files changed since its base reworks), duplicate work (a helper written
+again by an agent that cannot see the existing one: there is no shared
+utility index in self mode unless --utility-index), and failing tests (the
+pass rate falls with every interface change since an attempt's base).
+
+Per agent count and mode it prints the makespan (and its ratio to
+max(critical path, work/agents)), completed tasks and effective work,
+conflicts, duplicates, test failures, messages (heartbeats included) and
+the coordination share of tokens; --json prints it all. --out DIR writes
+the charts as SVG and PNG: swarm-makespan, swarm-messages,
+swarm-coordination, swarm-waste, swarm-efficiency.
+
+--agents takes a list; "..." continues a progression: 16,32,...,1024.
+--params FILE starts from the parameters of a JSON file (such as the
+output of 'apiary sim calibrate --json'); flags given override it.`,
+		setup: func(fs *flag.FlagSet) runFunc {
+			p := sim.DefaultSwarmParams()
+			p.RegisterFlags(fs)
+			agents := fs.String("agents", "16,32,...,1024", "agent `COUNTS`: a comma-separated list; \"...\" continues a progression")
+			mode := fs.String("mode", "both", "coordination `MODE`: central, self or both")
+			out := fs.String("out", "", "write the charts (SVG and PNG) to `DIR`")
+			params := fs.String("params", "", "start from the parameters in JSON `FILE`")
+			asJSON := fs.Bool("json", false, "print the results as JSON")
+			return func(ctx context.Context, e *env, args []string) error {
+				if err := noArgs(args); err != nil {
+					return err
+				}
+				if *params != "" {
+					set := map[string]string{}
+					fs.Visit(func(f *flag.Flag) { set[f.Name] = f.Value.String() })
+					data, err := os.ReadFile(*params)
+					if err != nil {
+						return err
+					}
+					if p, err = sim.ParseParams(data, p); err != nil {
+						return fmt.Errorf("%s: %w", *params, err)
+					}
+					for name, v := range set {
+						if err := fs.Set(name, v); err != nil {
+							return err
+						}
+					}
+				}
+				counts, err := sim.ParseAgents(*agents)
+				if err != nil {
+					return simErr(err)
+				}
+				var modes []sim.Mode
+				switch *mode {
+				case "central", "self":
+					modes = []sim.Mode{sim.Mode(*mode)}
+				case "both":
+					modes = []sim.Mode{sim.ModeCentral, sim.ModeSelf}
+				default:
+					return usagef("--mode must be central, self or both, got %q", *mode)
+				}
+				rep, err := sim.SweepSwarm(p, counts, modes)
+				if err != nil {
+					return simErr(err)
+				}
+				if *out != "" {
+					if err := writeCharts(*out, "swarm-", rep.Charts()); err != nil {
+						return err
+					}
+				}
+				if *asJSON {
+					return writeJSON(e.stdout, rep)
+				}
+				if err := rep.WriteText(e.stdout); err != nil {
+					return err
+				}
+				if *out != "" {
+					fmt.Fprintf(e.stdout, "charts: %s\n", filepath.Join(*out, "swarm-*.{svg,png}"))
+				}
+				return nil
+			}
+		},
+	}
+}
+
+// writeCharts writes each chart as DIR/PREFIX+NAME.svg and .png, each file
+// atomically (a temporary file renamed into place).
+func writeCharts(dir, prefix string, charts []sim.NamedChart) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, c := range charts {
+		svg, err := c.Chart.SVG()
+		if err != nil {
+			return fmt.Errorf("chart %s: %w", c.Name, err)
+		}
+		png, err := c.Chart.PNG()
+		if err != nil {
+			return fmt.Errorf("chart %s: %w", c.Name, err)
+		}
+		for ext, data := range map[string][]byte{".svg": svg, ".png": png} {
+			if err := writeFileAtomic(filepath.Join(dir, prefix+c.Name+ext), data); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// directory, so a reader never sees a half-written file.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(f.Name(), 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+	}
+	return werr
+}
+
+func simCalibrateCommand() *command {
+	return &command{
+		name:    "calibrate",
+		args:    "REPORT...",
+		summary: "fit the swarm simulator to measured runs and benchmarks",
+		help: `Fits the parameters of 'apiary sim swarm' to measured runs and prints, for
+each measurement, the measured and the simulated makespan and the error.
+
+A REPORT is a run directory (.apiary/runs/RUN_ID: its report, its
+max_parallel and its plan's dependencies are read from disk), a file
+holding the JSON of 'apiary run --json', 'apiary status --json' or 'apiary
+demo --json', or a swarm benchmark report: a JSON array of rows (or an
+object with "results" or "rows") giving agents (or workers), mode (central
+or self), tasks and the time to drain (makespan_s, drain_s, time_to_drain_s
+or wall_s; _ms and _ns variants; time_to_drain in nanoseconds), optionally
+work_median_s and work_p90_s. 'apiary sim swarm --json' output is one too.
+"-" reads one report from standard input.
+
+Task durations (median, p90) and the pass rate come from the runs' tasks;
+the per-attempt overhead from replaying each run's tasks on its agents;
+the central scheduler's and the gatekeepers' time per message (and the
+work's median when the benchmark does not state it) from the benchmark
+rows. --json prints the fitted parameters in the form --params of 'apiary
+sim swarm' reads.`,
+		setup: func(fs *flag.FlagSet) runFunc {
+			asJSON := fs.Bool("json", false, "print the calibration as JSON")
+			params := fs.String("params", "", "start from the parameters in JSON `FILE` (default: the simulator's defaults)")
+			seed := fs.Uint64("seed", 1, "random `seed` of the simulations")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) == 0 {
+					return usagef("want one or more REPORT files or run directories")
+				}
+				base := sim.DefaultSwarmParams()
+				if *params != "" {
+					data, err := os.ReadFile(*params)
+					if err != nil {
+						return err
+					}
+					if base, err = sim.ParseParams(data, base); err != nil {
+						return fmt.Errorf("%s: %w", *params, err)
+					}
+				}
+				base.Seed = *seed
+				var ms []sim.Measurement
+				for _, a := range args {
+					m, err := readCalibrationReport(a, e.stdin)
+					if err != nil {
+						return err
+					}
+					ms = append(ms, m...)
+				}
+				c, err := sim.Calibrate(ms, base)
+				if err != nil {
+					return simErr(err)
+				}
+				if *asJSON {
+					return writeJSON(e.stdout, c)
+				}
+				return c.WriteText(e.stdout)
+			}
+		},
+	}
+}
+
+// readCalibrationReport reads one REPORT argument of sim calibrate.
+func readCalibrationReport(path string, stdin io.Reader) ([]sim.Measurement, error) {
+	if path == "-" {
+		data, err := io.ReadAll(io.LimitReader(stdin, 64<<20+1))
+		if err != nil {
+			return nil, err
+		}
+		return sim.ParseReport("stdin", data)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		return sim.ParseReport(path, data)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	id, runs := filepath.Base(abs), filepath.Dir(abs)
+	if filepath.Base(runs) != "runs" || filepath.Base(filepath.Dir(runs)) != swarm.StateDir {
+		return nil, fmt.Errorf("%s: a directory REPORT must be a run directory, %s/runs/RUN_ID", path, swarm.StateDir)
+	}
+	root := filepath.Dir(filepath.Dir(runs))
+	rep, err := swarm.LoadReport(root, id)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	rec, err := swarm.ReadRecord(root, id)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	deps := map[string][]string{}
+	if data, err := os.ReadFile(filepath.Join(abs, "plan.yaml")); err == nil {
+		if pl, err := plan.Parse("plan.yaml", data); err == nil {
+			for _, t := range pl.Tasks {
+				for _, d := range t.Deps {
+					deps[t.ID] = append(deps[t.ID], d.Task)
+				}
+			}
+		}
+	}
+	// The report as `apiary status --json` prints it, plus what the
+	// simulator needs from run.json and the plan.
+	type task struct {
+		swarm.TaskReport
+		Deps []string `json:"deps,omitempty"`
+	}
+	doc := struct {
+		*swarm.Report
+		Tasks       []task `json:"tasks"`
+		MaxParallel int    `json:"max_parallel"`
+	}{Report: rep, MaxParallel: rec.Options.MaxParallel}
+	for _, t := range rep.Tasks {
+		doc.Tasks = append(doc.Tasks, task{TaskReport: t, Deps: deps[t.ID]})
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return sim.ParseReport(path, data)
 }

@@ -89,6 +89,15 @@ type Envelope struct {
 	// task's candidate met overlapping writes or a textual conflict, and
 	// this task combines the two sides. Inputs.Workspace is then Head.
 	Reconcile *Reconcile `json:"reconcile,omitempty"`
+	// Hints are reviewed resolution hints from earlier integration
+	// conflicts (swarm mode); only approved hints are ever passed.
+	Hints []Hint `json:"hints,omitempty"`
+}
+
+// Hint is an approved resolution for a type of integration conflict.
+type Hint struct {
+	Type       string `json:"type"`
+	Resolution string `json:"resolution"`
 }
 
 // Reconcile describes the conflict a reconciliation task resolves, by

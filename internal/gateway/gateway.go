@@ -60,6 +60,12 @@ type Config struct {
 	DB *sql.DB
 	// Ledger records one row per request; nil records nothing.
 	Ledger *Ledger
+	// Quotas puts upstreams (by name) under cluster-wide slices shared
+	// with other gateways (cluster.go).
+	Quotas map[string]ClusterQuota
+	// Authority, if set, verifies the agent's capability on every request
+	// and lets a revocation abort its requests in flight (authority.go).
+	Authority *Authority
 
 	// MaxQueue bounds the admission wait queue per upstream (default 4096).
 	MaxQueue int
@@ -198,6 +204,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, ErrNoUpstreams
 	}
 	cfg.setDefaults()
+	withCluster(&cfg)
 	g := &Gateway{cfg: cfg, log: cfg.Logger, now: cfg.Now, prices: cfg.Prices, byName: map[string]*upstream{}}
 	g.reqPrefix = fmt.Sprintf("req_%08x", rand.Uint32())
 	g.keys = &keyring{db: cfg.DB}
@@ -342,6 +349,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/_apiary/stats":
 		g.serveStats(w, r)
+		return
+	case "/_apiary/cluster":
+		g.serveCluster(w, r)
 		return
 	case "/metrics":
 		g.metrics.handler().ServeHTTP(w, r)

@@ -46,12 +46,13 @@ type Row struct {
 // path; Close writes everything still queued. A full queue blocks the
 // recorder rather than drop a row.
 type Ledger struct {
-	db   *sql.DB
-	rows chan Row
-	done chan struct{}
-	mu   sync.Mutex // guards err
-	err  error      // first write error, reported by Close
-	once sync.Once
+	db     *sql.DB
+	insert *sql.Stmt // prepared once; each batch uses it in its transaction
+	rows   chan Row
+	done   chan struct{}
+	mu     sync.Mutex // guards err
+	err    error      // first write error, reported by Close
+	once   sync.Once
 }
 
 const ledgerSchema = `
@@ -114,10 +115,22 @@ func OpenDB(path string) (*sql.DB, error) {
 	return db, nil
 }
 
+const insertRow = `INSERT INTO gateway_requests (ts, request_id, agent, key_id, upstream, provider, endpoint, model, stream, status, outcome, attempts, queue_wait_ms, ttfb_ms, duration_ms, input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, usage_estimated, usd_micro, trace_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+
+// ledgerLinger is how long the writer waits for more rows after the first
+// of a batch: at a thousand requests a second a transaction then carries
+// tens of rows instead of one. Close does not wait for it.
+const ledgerLinger = 20 * time.Millisecond
+
 // NewLedger starts a ledger writing to db. The caller keeps ownership of db
 // and closes it after Ledger.Close.
 func NewLedger(db *sql.DB) *Ledger {
 	l := &Ledger{db: db, rows: make(chan Row, 4096), done: make(chan struct{})}
+	if st, err := db.Prepare(insertRow); err == nil {
+		l.insert = st
+	} else {
+		l.err = fmt.Errorf("gateway: ledger prepare: %w", err)
+	}
 	go l.run()
 	return l
 }
@@ -137,10 +150,15 @@ func (l *Ledger) Close() error {
 
 func (l *Ledger) run() {
 	defer close(l.done)
+	if l.insert != nil {
+		defer l.insert.Close()
+	}
 	batch := make([]Row, 0, 256)
+	linger := time.NewTimer(ledgerLinger)
 	for r := range l.rows {
 		batch = append(batch[:0], r)
-		// Drain whatever else is queued into the same transaction.
+		// Gather what arrives for a moment into the same transaction.
+		linger.Reset(ledgerLinger)
 	drain:
 		for len(batch) < cap(batch) {
 			select {
@@ -149,10 +167,11 @@ func (l *Ledger) run() {
 					break drain
 				}
 				batch = append(batch, r)
-			default:
+			case <-linger.C:
 				break drain
 			}
 		}
+		linger.Stop()
 		if err := l.write(batch); err != nil {
 			l.mu.Lock()
 			if l.err == nil {
@@ -164,15 +183,14 @@ func (l *Ledger) run() {
 }
 
 func (l *Ledger) write(batch []Row) error {
+	if l.insert == nil {
+		return l.err
+	}
 	tx, err := l.db.Begin()
 	if err != nil {
 		return fmt.Errorf("gateway: ledger begin: %w", err)
 	}
-	stmt, err := tx.Prepare(`INSERT INTO gateway_requests (ts, request_id, agent, key_id, upstream, provider, endpoint, model, stream, status, outcome, attempts, queue_wait_ms, ttfb_ms, duration_ms, input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, usage_estimated, usd_micro, trace_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
-	if err != nil {
-		tx.Rollback()
-		return fmt.Errorf("gateway: ledger prepare: %w", err)
-	}
+	stmt := tx.Stmt(l.insert)
 	defer stmt.Close()
 	for _, r := range batch {
 		_, err := stmt.Exec(r.Time.UTC().Format(time.RFC3339Nano), r.RequestID, r.Agent, r.KeyID, r.Upstream, r.Provider, r.Endpoint, r.Model,

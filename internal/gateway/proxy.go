@@ -123,6 +123,14 @@ func (g *Gateway) serveProxy(w http.ResponseWriter, r *http.Request) {
 		g.record(&call{up: up, path: path, prov: prov, info: info, id: id, start: start, reqID: reqID, status: http.StatusPaymentRequired, outcome: "budget_exhausted", traceID: traceID(r)}, llmapi.Usage{})
 		return
 	}
+	actx, done, err := g.authorize(r, id, up)
+	if err != nil {
+		hs.cancel()
+		g.answer(w, prov, info.Endpoint, http.StatusForbidden, llmapi.KindPermission, "apiary gateway: "+err.Error(), 0, true)
+		g.record(&call{up: up, path: path, prov: prov, info: info, id: id, start: start, reqID: reqID, status: http.StatusForbidden, outcome: "capability_denied", traceID: traceID(r)}, llmapi.Usage{})
+		return
+	}
+	defer done()
 	c := &call{up: up, path: path, prov: prov, info: info, id: id, body: body, holds: hs, start: start, reqID: reqID, traceID: traceID(r)}
 	if !g.cfg.NoIncludeUsage && info.Endpoint == llmapi.EndpointChat && info.Stream && !info.IncludeUsage &&
 		(prov == llmapi.OpenAI || prov == llmapi.Azure || prov == llmapi.OpenAICompatible) {
@@ -132,7 +140,7 @@ func (g *Gateway) serveProxy(w http.ResponseWriter, r *http.Request) {
 	}
 	g.metrics.inflightReqs.Inc()
 	defer g.metrics.inflightReqs.Dec()
-	r2 := r.WithContext(context.WithValue(r.Context(), callKey{}, c))
+	r2 := r.WithContext(context.WithValue(actx, callKey{}, c))
 	u := *r.URL
 	u.Path, u.RawPath = path, ""
 	r2.URL = &u
@@ -505,6 +513,12 @@ func (e *upstreamError) Unwrap() error { return e.err }
 // errorHandler answers a request whose round trip failed.
 func (g *Gateway) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	c := callFrom(r.Context())
+	if errors.Is(context.Cause(r.Context()), ErrAborted) {
+		g.answer(w, c.prov, c.info.Endpoint, http.StatusForbidden, llmapi.KindPermission, ErrAborted.Error(), 0, true)
+		c.status = http.StatusForbidden
+		g.settle(c, llmapi.Usage{}, "aborted")
+		return
+	}
 	if r.Context().Err() != nil {
 		g.settle(c, llmapi.Usage{}, "client_cancelled")
 		return

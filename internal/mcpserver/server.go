@@ -22,6 +22,8 @@ type Options struct {
 	// Logger receives SDK and server logs (stderr on stdio). Default:
 	// discard.
 	Logger *slog.Logger
+	// Spawner, if set, adds apiary.spawn (tools_spawn.go).
+	Spawner Spawner
 }
 
 // instructions tell the client how to use the tools (sent at initialize
@@ -99,7 +101,7 @@ func New(ws *durable.Workspace, opts Options) *mcp.Server {
 		},
 	})
 	known := map[string]bool{}
-	for _, t := range tools(ws) {
+	for _, t := range append(tools(ws), spawnTools(opts.Spawner)...) {
 		known[t.name] = true
 		f, t := false, t
 		ann := &mcp.ToolAnnotations{Title: t.title, ReadOnlyHint: t.readOnly, IdempotentHint: t.idempotent, OpenWorldHint: &f}

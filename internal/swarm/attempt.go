@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/agent"
+	"github.com/apiary-dev/apiary/internal/capability"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/gate"
 	"github.com/apiary-dev/apiary/internal/git"
@@ -40,6 +42,15 @@ type attempt struct {
 	// For a reconciliation: the task's candidate, its base and changes.
 	origBase, origCandidate string
 	origChanges             []git.Change
+
+	stop    context.CancelCauseFunc // ends ctx (the attempt's own) with a cause
+	lease   time.Duration           // its lease's TTL
+	dynamic bool                    // of a spawned child
+	spec    bool                    // speculative: checks run on its own candidate
+	token   *capability.Token       // its capability
+	lineage []string                // the token's lineage below the run
+	budget  envelope.Budget         // what it may spend: its task's remaining budget
+	pid     atomic.Int64            // the agent's process group, once started
 }
 
 // attemptResult is what an attempt's goroutine reports back.
@@ -65,11 +76,18 @@ const cleanupTimeout = 2 * time.Minute
 
 // runAttempt provisions the worktree, runs the agent, commits what it left,
 // collects its child envelopes and runs the static gates.
+//
+// Its lease is renewed every heartbeat while the agent runs and is not
+// stopped; after the agent exits the runtime holds it (Pin). An attempt
+// whose lease lapsed while its agent was stopped and that still finishes
+// (its agent ignored SIGTERM) is carried to the end like any other: it is
+// the integrator that refuses its stale fencing token.
 func (r *runner) runAttempt(a *attempt) (res *attemptResult) {
 	res = &attemptResult{a: a}
 	ctx := a.ctx
+	late := false
 	defer func() {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && !late {
 			res.interrupted = true
 		}
 	}()
@@ -117,11 +135,15 @@ func (r *runner) runAttempt(a *attempt) (res *attemptResult) {
 	spec := agent.Spec{
 		Profile: a.profile, Dir: a.worktree, Prompt: prompt(env, a, local), Envelope: local,
 		TaskID: a.taskID, RunID: a.run, Base: a.base, Trace: a.trace, Home: a.home, Log: a.logPath,
-		MaxBudgetUSD: env.Budget.USD, Grace: r.s.AgentGrace, Env: a.extraEnv(env),
+		MaxBudgetUSD: env.Budget.USD, Grace: r.s.AgentGrace, Env: r.agentEnv(a, env),
+		Started: func(pid int) {
+			a.pid.Store(int64(pid))
+			_ = r.st.emit(Event{Kind: EvAgentStarted, Task: a.task, Attempt: a.n, Role: a.role, Pid: pid})
+		},
 	}
 	var keyID string
 	if r.s.Models != nil {
-		acc, err := r.s.Models.Grant(ctx, TaskRef{Run: a.run, Task: a.task, TaskID: a.taskID, Attempt: a.n, Role: a.role}, env.Budget)
+		acc, err := r.s.Models.Grant(ctx, TaskRef{Run: a.run, Task: a.task, TaskID: a.taskID, Attempt: a.n, Role: a.role, Capability: env.Authority.Capability}, env.Budget)
 		if err != nil {
 			res.err = fmt.Errorf("model access: %w", err)
 			return res
@@ -129,7 +151,7 @@ func (r *runner) runAttempt(a *attempt) (res *attemptResult) {
 		spec.BaseURL, spec.APIKey, keyID = acc.BaseURL, acc.APIKey, acc.KeyID
 	}
 	if r.s.Writes != nil && a.profile.Kind == agent.KindClaude {
-		cfg, tools, err := r.s.Writes.MCPConfig(a.worktree, env.Authority.WriteScope)
+		cfg, tools, err := r.mcpConfig(a, env)
 		if err != nil {
 			res.err = fmt.Errorf("write surface: %w", err)
 			return res
@@ -141,17 +163,28 @@ func (r *runner) runAttempt(a *attempt) (res *attemptResult) {
 	if env.Budget.WallClockS > 0 {
 		actx, cancel = context.WithTimeout(ctx, time.Duration(env.Budget.WallClockS*float64(time.Second)))
 	}
+	stopBeat := r.heartbeat(ctx, a)
 	ar, err := agent.Run(actx, spec)
 	cancel()
+	stopBeat()
+	_ = r.leases.Pin(a.task, a.fence) // the runtime holds it now; a stale one fails at the integrator
 	if ctx.Err() != nil {
-		return res
+		if !errors.Is(context.Cause(ctx), errLeaseLapsed) || err != nil || ar.Exit != 0 || r.runCtx.Err() != nil {
+			return res
+		}
+		// The agent outlived its lease and finished: carry its result on,
+		// with a context its lapse does not end.
+		late = true
+		var stopLate context.CancelFunc
+		ctx, stopLate = context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer stopLate()
 	}
 	if err != nil {
 		res.err = err
 		return res
 	}
 	res.exit, res.signal, res.report = ar.Exit, ar.Signal, ar.Report
-	res.timedOut = ar.Cancelled
+	res.timedOut = ar.Cancelled && !late // the wall-clock deadline, not the lapse
 	res.usage = r.usageOf(ctx, keyID, ar)
 	if a.role == RoleWorker {
 		res.children = readChildren(filepath.Join(a.worktree, StateDir, "out", "tasks"))
@@ -175,6 +208,16 @@ func (r *runner) runAttempt(a *attempt) (res *attemptResult) {
 		return res
 	}
 	res.changes, res.failures = rep.Changes, rep.Failures
+	if a.spec && len(res.failures) == 0 && len(env.Completion.Checks) > 0 {
+		// A speculative attempt passes only with its checks: run them on its
+		// own candidate now, so the first to pass can win.
+		crep, err := r.runChecks(ctx, a, a.base, cand, ".spec-check", env.Completion.Checks, env.Completion.CheckTimeoutS)
+		if err != nil {
+			res.err = fmt.Errorf("checks: %w", err)
+			return res
+		}
+		res.failures = crep.Failures
+	}
 	return res
 }
 
@@ -281,11 +324,17 @@ func (r *runner) usageOf(ctx context.Context, keyID string, ar agent.Result) env
 	return u
 }
 
-// envelope is the attempt's envelope: the task's template with its base and
-// trace.
+// envelope is the attempt's envelope: the task's template with its base,
+// trace, capability and budget.
 func (a *attempt) envelope() *envelope.Envelope {
 	e := *a.tmpl
 	e.TaskID, e.RunID, e.Name = a.taskID, a.run, a.task
+	if a.token != nil {
+		e.Authority.Capability = a.token.String()
+	}
+	if a.role == RoleWorker && a.n > 0 {
+		e.Budget = a.budget
+	}
 	e.Inputs.Workspace = "git:" + a.base
 	e.Trace = &envelope.Trace{Traceparent: a.trace}
 	e.Agent = envelope.AgentRef{Profile: a.profileName, Kind: a.profile.Kind}

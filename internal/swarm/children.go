@@ -12,6 +12,7 @@ import (
 
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/gate"
+	"github.com/apiary-dev/apiary/internal/supervise"
 )
 
 // Limits on what an agent may hand back as child tasks.
@@ -40,9 +41,35 @@ type childFile struct {
 
 // childSpec is an accepted child, waiting for its parent's success.
 type childSpec struct {
-	name string
-	env  *envelope.Envelope // complete but for inputs.workspace and trace
-	file string             // children/NAME.json, relative to the parent's task directory
+	name   string
+	env    *envelope.Envelope // complete but for inputs.workspace and trace
+	file   string             // children/NAME.json, relative to the parent's task directory
+	budget *supervise.Budget  // carved from the parent's
+}
+
+// keepChildren validates the child envelopes of a worker attempt and keeps
+// the accepted ones (on disk and on the task) until the task succeeds.
+func (r *runner) keepChildren(t *taskState, a *attempt, files []childFile) {
+	for _, k := range t.children { // an earlier attempt's: released
+		if k.budget != nil {
+			k.budget.Close()
+		}
+	}
+	kids, notes := r.acceptChildren(t, files)
+	t.children = nil
+	for _, n := range notes {
+		t.notes = append(t.notes, n)
+		r.must(r.st.emit(Event{Kind: EvChildRefused, Parent: t.name, Reason: n}))
+	}
+	for _, k := range kids {
+		e := *k.env
+		e.Inputs.Workspace = "git:" + a.base
+		if err := writeEnvelope(filepath.Join(r.st.taskDir(t.name), k.file), &e, true); err != nil {
+			t.notes = append(t.notes, fmt.Sprintf("child %s refused: %v", k.name, err))
+			continue
+		}
+		t.children = append(t.children, k)
+	}
 }
 
 // readChildren decodes the envelopes in dir (sorted by file name).
@@ -87,8 +114,9 @@ var taskNamePattern = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
 // acceptChildren validates the envelopes a worker handed back against its
 // task's authority and the run: depth, name, write scope within the
 // parent's, sealed paths, forbidden patterns and checks inherited, budget
-// carved from the parent's, dependencies on known tasks or earlier
-// siblings, a known agent profile. It returns the accepted children and a
+// carved from the parent's (at most SpawnAlpha of what it has left, see
+// childBudget), dependencies on known tasks or earlier siblings, a known
+// agent profile. It returns the accepted children and a
 // note per refused one.
 func (r *runner) acceptChildren(parent *taskState, files []childFile) ([]*childSpec, []string) {
 	var ok []*childSpec
@@ -96,8 +124,6 @@ func (r *runner) acceptChildren(parent *taskState, files []childFile) ([]*childS
 	refuse := func(file string, err error) {
 		notes = append(notes, fmt.Sprintf("child %s refused: %v", file, err))
 	}
-	pb := parent.tmpl.Budget
-	used := envelope.Budget{}
 	names := map[string]bool{}
 	for i, cf := range files {
 		if cf.err != nil {
@@ -142,14 +168,14 @@ func (r *runner) acceptChildren(parent *taskState, files []childFile) ([]*childS
 			refuse(cf.file, depErr)
 			continue
 		}
-		b, err := carve(pb, used, e.Budget, len(files)-i)
+		kb, b, err := childBudget(parent.budget, parent.tmpl.Budget, r.s.SpawnAlpha, e.Budget)
 		if err != nil {
 			refuse(cf.file, err)
 			continue
 		}
-		addBudget(&used, b)
 		id, err := envelope.NewTaskID(r.s.now(), r.s.rnd)
 		if err != nil {
+			kb.Close()
 			refuse(cf.file, err)
 			continue
 		}
@@ -166,7 +192,7 @@ func (r *runner) acceptChildren(parent *taskState, files []childFile) ([]*childS
 		}
 		e.Trace, e.Reconcile = nil, nil
 		names[name] = true
-		ok = append(ok, &childSpec{name: name, env: &e, file: filepath.Join("children", name+".json")})
+		ok = append(ok, &childSpec{name: name, env: &e, file: filepath.Join("children", name+".json"), budget: kb})
 	}
 	return ok, notes
 }
@@ -194,42 +220,6 @@ func trimSlash(s string) string {
 		return s[:len(s)-1]
 	}
 	return s
-}
-
-// carve gives a child its budget out of what the parent has left: a field
-// the parent limits and the child leaves at zero gets an equal share of the
-// rest among the children still to come; a request beyond the rest is
-// refused. Fields the parent does not limit stay as the child asks.
-func carve(parent, used, want envelope.Budget, left int) (envelope.Budget, error) {
-	out := want
-	var err error
-	f := func(name string, limit, u float64, w *float64) {
-		if limit <= 0 || err != nil {
-			return
-		}
-		rest := limit - u
-		switch {
-		case *w == 0:
-			*w = rest / float64(max(left, 1))
-		case *w > rest+1e-9:
-			err = fmt.Errorf("%w: %s %v > %v left", ErrChildBudget, name, *w, rest)
-		}
-	}
-	in, outT, tc := float64(want.InputTokens), float64(want.OutputTokens), float64(want.ToolCalls)
-	f("input_tokens", float64(parent.InputTokens), float64(used.InputTokens), &in)
-	f("output_tokens", float64(parent.OutputTokens), float64(used.OutputTokens), &outT)
-	f("tool_calls", float64(parent.ToolCalls), float64(used.ToolCalls), &tc)
-	f("usd", parent.USD, used.USD, &out.USD)
-	f("wall_clock_s", parent.WallClockS, 0, &out.WallClockS) // wall clock is not shared: each child at most the parent's
-	out.InputTokens, out.OutputTokens, out.ToolCalls = int64(in), int64(outT), int64(tc)
-	return out, err
-}
-
-func addBudget(a *envelope.Budget, b envelope.Budget) {
-	a.InputTokens += b.InputTokens
-	a.OutputTokens += b.OutputTokens
-	a.ToolCalls += b.ToolCalls
-	a.USD += b.USD
 }
 
 func forbiddenOf(f []string) []string {

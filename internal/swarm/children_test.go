@@ -1,6 +1,7 @@
 package swarm
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/apiary-dev/apiary/internal/envelope"
+	"github.com/apiary-dev/apiary/internal/supervise"
 )
 
 // childAgent writes files per task and hands back child envelopes: p adds
@@ -82,28 +84,44 @@ tasks:
 	}
 }
 
-func TestCarve(t *testing.T) {
+// TestChildBudget: a child gets, in each unit its parent limits, at most
+// alpha of what the parent has left and no more than it asks; units the
+// parent does not limit stay as asked; wall clock at most the parent's.
+func TestChildBudget(t *testing.T) {
 	t.Parallel()
-	parent := envelope.Budget{USD: 1, InputTokens: 1000}
+	parentTmpl := envelope.Budget{USD: 1, InputTokens: 1000, WallClockS: 60}
 	tests := []struct {
-		name       string
-		used, want envelope.Budget
-		left       int
-		got        envelope.Budget
-		err        bool
+		name  string
+		spent supervise.Units // the parent's spend before the carve
+		want  envelope.Budget
+		got   envelope.Budget
+		err   bool
 	}{
-		{"share of the rest", envelope.Budget{USD: 0.5}, envelope.Budget{}, 2, envelope.Budget{USD: 0.25, InputTokens: 500}, false},
-		{"asks within", envelope.Budget{}, envelope.Budget{USD: 0.4, InputTokens: 10}, 1, envelope.Budget{USD: 0.4, InputTokens: 10}, false},
-		{"asks too much", envelope.Budget{USD: 0.7}, envelope.Budget{USD: 0.4}, 1, envelope.Budget{}, true},
-		{"unlimited field stays", envelope.Budget{}, envelope.Budget{ToolCalls: 7}, 1, envelope.Budget{ToolCalls: 7, USD: 1, InputTokens: 1000}, false},
+		{"alpha of the rest", supervise.Units{MicroUSD: 500_000}, envelope.Budget{}, envelope.Budget{USD: 0.25, InputTokens: 500, WallClockS: 60}, false},
+		{"asks within", supervise.Units{}, envelope.Budget{USD: 0.4, InputTokens: 10, WallClockS: 5}, envelope.Budget{USD: 0.4, InputTokens: 10, WallClockS: 5}, false},
+		{"asks too much: clamped to alpha", supervise.Units{MicroUSD: 700_000}, envelope.Budget{USD: 0.4}, envelope.Budget{USD: 0.15, InputTokens: 500, WallClockS: 60}, false},
+		{"unlimited field stays", supervise.Units{}, envelope.Budget{ToolCalls: 7, WallClockS: 600}, envelope.Budget{ToolCalls: 7, USD: 0.5, InputTokens: 500, WallClockS: 60}, false},
+		{"nothing left", supervise.Units{MicroUSD: 1_000_000}, envelope.Budget{}, envelope.Budget{}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := carve(parent, tc.used, tc.want, tc.left)
+			parent := supervise.NewBudget(unitsOf(parentTmpl))
+			parent.Charge(tc.spent)
+			kid, got, err := childBudget(parent, parentTmpl, 0.5, tc.want)
 			if (err != nil) != tc.err || !tc.err && got != tc.got {
-				t.Errorf("carve = %+v, %v; want %+v (error %v)", got, err, tc.got, tc.err)
+				t.Fatalf("childBudget = %+v, %v; want %+v (error %v)", got, err, tc.got, tc.err)
 			}
+			if tc.err {
+				if !errors.Is(err, ErrChildBudget) {
+					t.Errorf("error %v is not ErrChildBudget", err)
+				}
+				return
+			}
+			if rem := parent.Remaining(); rem.MicroUSD != 1_000_000-tc.spent.MicroUSD-unitsOf(got).MicroUSD {
+				t.Errorf("parent left %+v after carving %+v", rem, got)
+			}
+			kid.Close()
 		})
 	}
 }

@@ -28,6 +28,10 @@ type TaskRef struct {
 	TaskID  string // UUIDv7
 	Attempt int
 	Role    string // RoleWorker, RoleReconciler or RolePlanner
+	// Capability is the attempt's capability token (text), "" when the
+	// run mints none (the planner). A gateway binds it to the key it
+	// grants and verifies it on every request.
+	Capability string
 }
 
 // Access is how one attempt's agent reaches the models.
@@ -62,6 +66,30 @@ type ModelAccess interface {
 // concurrent use.
 type WriteSurface interface {
 	MCPConfig(worktree string, writeScope []string) (configPath string, allowedTools []string, err error)
+}
+
+// ModelRevoker is implemented by a ModelAccess that can take access back:
+// RevokeTask revokes the keys granted to ref's attempt and aborts its
+// requests in flight (upstream too). The run calls it when the attempt is
+// cancelled, loses its lease or loses a race.
+type ModelRevoker interface {
+	RevokeTask(ctx context.Context, ref TaskRef) error
+}
+
+// Grant is what a CapabilitySurface hands an agent's MCP server besides
+// the worktree and write scope.
+type Grant struct {
+	Capability  string   // the attempt's token: checked on every tool call
+	Revocations string   // the run's revocation file (see RevocationsPath)
+	Control     string   // the run's control socket (apiary.spawn)
+	EscrowTools []string // tools that need a human's approval
+}
+
+// CapabilitySurface is a WriteSurface that also gives the MCP server the
+// attempt's capability (the durable server verifies it on every tool call)
+// and the run's control socket (for apiary.spawn). The run prefers it.
+type CapabilitySurface interface {
+	MCPConfigWith(worktree string, writeScope []string, g Grant) (configPath string, allowedTools []string, err error)
 }
 
 // Config is how a run is executed; the zero value of every field but Repo is
@@ -108,6 +136,43 @@ type Config struct {
 	AgentBin map[string]string
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+
+	// SpawnAlpha bounds a child's budget, in each limited unit, to this
+	// fraction of what its parent has left; 0 means 0.5.
+	SpawnAlpha float64
+	// SpawnWindow is a task's credit window for the children it emits:
+	// its next emission blocks while this many are not finished; 0 means 4.
+	SpawnWindow int
+	// HeartbeatInterval is how often a running attempt's lease is renewed
+	// while its agent runs and is not stopped; 0 means 5 s (at most a third
+	// of the lease).
+	HeartbeatInterval time.Duration
+	// Deadline, if set, cancels every task still running or waiting at
+	// that time (reason "deadline").
+	Deadline time.Time
+	// CapabilityKey is the root key of the run's capability tokens; nil
+	// reads .apiary/cap.key, creating it (mode 0600) when missing.
+	CapabilityKey []byte
+	// ModelHosts, if set, are the only hosts a task with network
+	// "gateway" may reach through the gateway (its tokens' network caveat).
+	ModelHosts []string
+	// Escrow names the destructive operations that need a human's
+	// approval; the zero value escrows `git push`.
+	Escrow EscrowPolicy
+	// Ask, if set, is how the run's root asks a human about an escrow
+	// request (a terminal prompt); nil leaves requests pending in the
+	// queue under .apiary/escrow for `apiary escrow approve` or the
+	// dashboard. It runs in its own goroutine and must return when ctx ends.
+	Ask func(ctx context.Context, req EscrowRequest) (approve bool, err error)
+	// ApiaryBin is an apiary executable agents can run (the git pre-push
+	// hook that enforces escrow calls it); "" installs no hook.
+	ApiaryBin string
+	// ReapInterval is how often the reaper sweeps what dead runs left
+	// behind (it also sweeps once at start); 0 means 10 minutes, negative
+	// only at start. ReapGrace is the least age of what it removes; 0
+	// means 1 minute.
+	ReapInterval time.Duration
+	ReapGrace    time.Duration
 }
 
 // NewRun describes a run to start.
@@ -161,6 +226,27 @@ func (c Config) resolve() (*settings, error) {
 	}
 	if s.MaxParallel < 0 {
 		return nil, fmt.Errorf("%w: MaxParallel %d", ErrConfig, s.MaxParallel)
+	}
+	if s.SpawnAlpha == 0 {
+		s.SpawnAlpha = 0.5
+	}
+	if !(s.SpawnAlpha > 0 && s.SpawnAlpha <= 1) {
+		return nil, fmt.Errorf("%w: SpawnAlpha %g not in (0, 1]", ErrConfig, s.SpawnAlpha)
+	}
+	if s.SpawnWindow <= 0 {
+		s.SpawnWindow = 4
+	}
+	if s.HeartbeatInterval <= 0 {
+		s.HeartbeatInterval = 5 * time.Second
+	}
+	if s.ReapInterval == 0 {
+		s.ReapInterval = 10 * time.Minute
+	}
+	if s.ReapGrace <= 0 {
+		s.ReapGrace = time.Minute
+	}
+	if s.Escrow.Commands == nil && s.Escrow.Tools == nil {
+		s.Escrow.Commands = []string{"git push"}
 	}
 	return s, nil
 }

@@ -18,7 +18,7 @@ const (
 	EvWorktree        = "worktree"         // Path, Branch: recorded before apiary creates them
 	EvWorktreeRemoved = "worktree_removed" // Path
 	EvBranchDeleted   = "branch_deleted"   // Branch
-	EvAttemptStarted  = "attempt_started"  // Task, Attempt, Role, Base, Fence
+	EvAttemptStarted  = "attempt_started"  // Task, Attempt, Role, Base, Fence, Trace
 	EvAttemptFinished = "attempt_finished" // Task, Attempt, Role, Commit (the candidate), Exit, Usage
 	EvGateRejected    = "gate_rejected"    // Task, Gate
 	EvCASRetry        = "cas_retry"        // Task, Base (the head the CAS expected), Commit (the head found)
@@ -54,6 +54,10 @@ type Event struct {
 	Fence      uint64               `json:"fence,omitempty"`
 	Usage      *envelope.Usage      `json:"usage,omitempty"`
 	Tasks      int                  `json:"tasks,omitempty"`
+	// Trace is the W3C traceparent the attempt's agent was given.
+	Trace string `json:"trace,omitempty"`
+	// Pid is an agent's process group (agent_started).
+	Pid int `json:"pid,omitempty"`
 }
 
 // NewRunID returns a run id that sorts by creation time:

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -32,6 +30,9 @@ type integRequest struct {
 	original string
 	checks   []string
 	timeout  float64
+	// stale: the scheduler abandoned the attempt; the request is expected
+	// to fail its fencing check.
+	stale bool
 }
 
 // Outcomes of an integration.
@@ -58,20 +59,31 @@ type integResult struct {
 
 // integrator integrates requests one at a time until in is closed. It is
 // the only goroutine of the run that moves the integration ref, and it does
-// so only by compare-and-swap.
+// so only by compare-and-swap, and only for a request whose fencing token
+// is its task's live lease (see fenced).
 func (r *runner) integrator(ctx context.Context, in <-chan *integRequest, out chan<- *integResult) {
-	fences := map[string]uint64{} // task → highest fencing token integrated
 	for req := range in {
-		if f := fences[req.a.task]; req.a.fence < f {
-			out <- &integResult{req: req, outcome: outStale, err: fmt.Errorf("%w: %d < %d", ErrStaleFence, req.a.fence, f)}
+		if err := r.fenced(req); err != nil {
+			out <- &integResult{req: req, outcome: outStale, err: err}
 			continue
 		}
-		res := r.integrate(ctx, req)
-		if res.outcome == outIntegrated {
-			fences[req.a.task] = req.a.fence
-		}
-		out <- res
+		out <- r.integrate(ctx, req)
 	}
+}
+
+// fenced checks a request's fencing token against its task's leases: an
+// attempt whose lease lapsed, lost a race or was superseded is refused,
+// however its result looks.
+func (r *runner) fenced(req *integRequest) error {
+	if err := r.leases.Check(req.a.task, req.a.fence); err != nil {
+		live := r.leases.Live(req.a.task)
+		cur := uint64(0)
+		if len(live) > 0 {
+			cur = live[len(live)-1].Fence
+		}
+		return fmt.Errorf("%w: attempt %d holds fence %d, the task's live lease is %d: %v", ErrStaleFence, req.a.n, req.a.fence, cur, err)
+	}
+	return nil
 }
 
 // integrate runs the optimistic-concurrency loop for one candidate: compute
@@ -106,6 +118,12 @@ func (r *runner) integrate(ctx context.Context, req *integRequest) *integResult 
 				res.outcome, res.failures = outRejected, rep.Failures
 				return res
 			}
+		}
+		// The fencing check right before the side effect: a lease that
+		// ended while the checks ran must not move the branch.
+		if err := r.fenced(req); err != nil {
+			res.outcome, res.err = outStale, err
+			return res
 		}
 		err = r.repo.UpdateRef(ctx, r.ref, target, head, "apiary: integrate "+req.a.task+" ("+kind+")")
 		if errors.Is(err, git.ErrRefMoved) {
@@ -168,25 +186,95 @@ func (r *runner) mergeOnto(ctx context.Context, req *integRequest, head string) 
 
 // checkCommit runs the task's checks on target in a scratch worktree.
 func (r *runner) checkCommit(ctx context.Context, req *integRequest, head, target string, try int) (*gate.Report, error) {
-	a := req.a
-	scratch := r.st.worktree(a.task, a.n, ".check-"+strconv.Itoa(try))
-	if a.role == RoleReconciler {
-		scratch = r.st.worktree(a.task, a.n, ".reconcile-check-"+strconv.Itoa(try))
+	suffix := ".check-" + strconv.Itoa(try)
+	if req.a.role == RoleReconciler {
+		suffix = ".reconcile-check-" + strconv.Itoa(try)
 	}
-	if err := r.st.emit(Event{Kind: EvWorktree, Task: a.task, Attempt: a.n, Path: scratch}); err != nil {
-		return nil, err
-	}
-	if err := r.wt.do(func() error { return r.repo.WorktreeAddDetached(ctx, scratch, target) }); err != nil {
-		return nil, fmt.Errorf("scratch worktree: %w", err)
-	}
-	defer r.removeWorktree(ctx, a.task, scratch)
-	logDir := filepath.Join(r.st.taskDir(a.task), "checks", filepath.Base(scratch)[len(a.task)+1:])
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return nil, err
-	}
-	spec := gate.Spec{WriteScope: []string{"."}, Forbidden: []string{}, Checks: req.checks,
-		CheckTimeout: secondsDur(req.timeout), LogDir: logDir, Now: r.s.now}
-	return gate.Run(ctx, spec, gate.Candidate{Repo: r.repo, Base: head, Commit: target, Dir: scratch})
+	return r.runChecks(ctx, req.a, head, target, suffix, req.checks, req.timeout)
 }
 
 func secondsDur(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// queueIntegration hands an attempt's candidate to the integrator.
+func (r *runner) queueIntegration(t *taskState, a *attempt, res *attemptResult) {
+	req := &integRequest{a: a, base: a.base, candidate: res.candidate, changes: res.changes,
+		checks: t.tmpl.Completion.Checks, timeout: t.tmpl.Completion.CheckTimeoutS}
+	if a.role == RoleReconciler {
+		req.original = t.candidate
+	}
+	r.queue = append(r.queue, req)
+}
+
+// superseded handles the result of an attempt the scheduler abandoned (its
+// lease lapsed, it lost a race or a restart, or its task is over). Its
+// candidate, if it made one that passed its static gates, still goes to the
+// integrator — like a paused worker waking up and trying to integrate — and
+// the integrator refuses its stale fencing token.
+func (r *runner) superseded(a *attempt, res *attemptResult) {
+	if res.candidate == "" || res.failure() != "" || len(res.failures) > 0 {
+		return
+	}
+	r.queue = append(r.queue, &integRequest{a: a, base: a.base, candidate: res.candidate, changes: res.changes,
+		checks: a.tmpl.Completion.Checks, timeout: a.tmpl.Completion.CheckTimeoutS, stale: true})
+}
+
+// onIntegrated handles the integrator's verdict.
+func (r *runner) onIntegrated(ctx context.Context, res *integResult) {
+	a := res.req.a
+	t := r.tasks[a.task]
+	r.leases.Release(t.name, a.fence)
+	if res.outcome == outStale {
+		r.must(r.st.emit(Event{Kind: EvFenceRejected, Task: t.name, Attempt: a.n, Role: a.role, Fence: a.fence, Commit: res.req.candidate, Reason: res.err.Error()}))
+		r.s.log.Warn("stale candidate refused", "task_id", t.name, "attempt", a.n, "err", res.err)
+		if res.req.stale || t.done() {
+			return
+		}
+		if t.ctx.Err() != nil {
+			r.finish(t, envelope.StatusCancelled, cancelReason(t.ctx), nil, nil)
+			return
+		}
+		r.retryOrFail(t, "its lease ended before it was integrated", nil)
+		return
+	}
+	if res.req.stale || t.done() {
+		return
+	}
+	switch res.outcome {
+	case outError:
+		if ctx.Err() != nil {
+			t.state = stateInterrupted
+			return
+		}
+		r.finish(t, envelope.StatusFailed, "integration: "+res.err.Error(), nil, nil)
+	case outRejected:
+		first, _ := gateReasons(res.failures)
+		r.must(r.st.emit(Event{Kind: EvGateRejected, Task: t.name, Attempt: a.n, Role: a.role, Gate: first}))
+		if a.role == RoleReconciler {
+			r.retryOrFail(t, "the reconciled result failed its checks", res.failures)
+			return
+		}
+		r.finishChecked(t, res.failures, res.checks)
+	case outConflict:
+		r.must(r.st.emit(Event{Kind: EvConflict, Task: t.name, Attempt: a.n, Role: a.role, Base: res.head, Paths: res.paths}))
+		if a.role == RoleReconciler {
+			r.retryOrFail(t, "the reconciled result conflicts with the integration branch again", nil)
+			return
+		}
+		r.enqueue(&job{t: t, role: RoleReconciler, base: t.base, candidate: t.candidate, changes: t.changes})
+	case outIntegrated:
+		r.must(r.st.emit(Event{Kind: EvIntegrated, Task: t.name, Attempt: a.n, Role: a.role, Commit: res.commit, Integrated: res.kind, Fence: a.fence}))
+		r.succeed(t, res.commit, res.kind, res.checks)
+	}
+}
+
+// retryOrFail re-runs a task on the new head after its reconciliation
+// failed, while it has attempts left.
+func (r *runner) retryOrFail(t *taskState, reason string, fs []gate.Failure) {
+	if t.attempts < r.s.MaxAttempts {
+		t.spec = nil
+		t.notes = append(t.notes, fmt.Sprintf("attempt %d: %s; re-run on the new head", t.attempts, reason))
+		r.enqueue(&job{t: t, role: RoleWorker})
+		return
+	}
+	r.finish(t, envelope.StatusFailed, reason, fs, nil)
+}

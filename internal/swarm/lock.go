@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // gitLock serializes the git commands that read or change the repository's
@@ -59,7 +60,7 @@ func (s *store) lock() error {
 	if err != nil {
 		return err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flockSettled(f, syscall.LOCK_EX); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return fmt.Errorf("%w: %s", ErrRunning, s.id)
@@ -70,6 +71,26 @@ func (s *store) lock() error {
 	return nil
 }
 
+// lockSettle is how long a busy lock is retried before it counts as held.
+// A process that forks while it has the lock file open (any exec in a
+// process with many goroutines) hands its child a copy of the descriptor,
+// which holds the flock until the child's exec closes it: a lock released
+// a moment ago can still look held for that long.
+const lockSettle = 500 * time.Millisecond
+
+// flockSettled takes a non-blocking flock of kind how on f, retrying a busy
+// lock for lockSettle so that a transient holder is not taken for a live one.
+func flockSettled(f *os.File, how int) error {
+	deadline := time.Now().Add(lockSettle)
+	for {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		if err == nil || !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // runActive reports whether a process holds run dir's lock.
 func runActive(dir string) bool {
 	f, err := os.Open(filepath.Join(dir, "lock"))
@@ -77,7 +98,7 @@ func runActive(dir string) bool {
 		return false
 	}
 	defer f.Close()
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+	err = flockSettled(f, syscall.LOCK_SH)
 	if err == nil {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		return false

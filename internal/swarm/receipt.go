@@ -30,6 +30,12 @@ func (r *runner) receiptOf(t *taskState, status envelope.Status, reason string) 
 // (or is the base, when the task changed nothing) — registers its children
 // and releases its dependents.
 func (r *runner) succeed(t *taskState, commit, kind string, checks []envelope.CheckResult) {
+	if len(t.kids) > 0 {
+		// Done when the children it spawned are: no child outlives its parent.
+		t.afterKids = func() { r.succeed(t, commit, kind, checks) }
+		r.must(r.st.emit(Event{Kind: EvAwaitingChildren, Task: t.name, Tasks: len(t.kids), Commit: commit}))
+		return
+	}
 	rc := r.receiptOf(t, envelope.StatusSucceeded, "")
 	rc.Commit = commit
 	rc.Checks = checks
@@ -39,10 +45,14 @@ func (r *runner) succeed(t *taskState, commit, kind string, checks []envelope.Ch
 	for _, k := range t.children {
 		rc.Artifacts = append(rc.Artifacts, k.file)
 	}
+	rc.Artifacts = append(rc.Artifacts, t.spawned...)
 	r.record(t, rc)
 	r.deleteBranches(t)
 	for _, k := range t.children {
-		r.addChild(t, k.name, k.env)
+		c := r.addChild(t, k.name, k.env)
+		if k.budget != nil {
+			c.budget = k.budget
+		}
 	}
 	r.release(t)
 }
@@ -55,7 +65,29 @@ func (r *runner) finishChecked(t *taskState, fs []gate.Failure, checks []envelop
 
 // finish records a task that did not succeed and releases its dependents
 // (dependents through data edges are skipped).
+//
+// A failure of a member of a supervision group goes to its group first,
+// which may restart it instead. A task whose spawned children still run
+// cancels them and is finished when they are.
 func (r *runner) finish(t *taskState, status envelope.Status, reason string, fs []gate.Failure, checks []envelope.CheckResult) {
+	if t.done() {
+		return
+	}
+	if status == envelope.StatusFailed && r.superviseFailure(t, reason) {
+		return
+	}
+	if len(t.kids) > 0 {
+		for _, k := range t.kids {
+			_, _ = r.tree.Cancel(k.name, "its parent "+t.name+" "+string(status)+": "+clip(reason, 200))
+		}
+		t.afterKids = func() { r.finish(t, status, reason, fs, checks) }
+		return
+	}
+	for _, k := range t.children { // accepted .apiary/out children that will never run
+		if k.budget != nil {
+			k.budget.Close()
+		}
+	}
 	rc := r.receiptOf(t, status, reason)
 	rc.Commit = t.candidate
 	rc.Checks = checks
@@ -73,6 +105,7 @@ func (r *runner) record(t *taskState, rc *envelope.Receipt) {
 	}
 	t.receipt, t.state = rc, stateDone
 	r.must(r.st.emit(Event{Kind: EvTaskDone, Task: t.name, Attempt: t.attempts, Status: string(rc.Status), Reason: rc.Reason, Gate: rc.Gate, Commit: rc.Commit, Integrated: deref(rc.Integrated)}))
+	r.afterDone(t)
 }
 
 func deref(s *string) string {
@@ -87,9 +120,9 @@ func deref(s *string) string {
 func (r *runner) deleteBranches(t *taskState) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.runCtx), cleanupTimeout)
 	defer cancel()
-	branches := []string{branchName(r.rec.RunID, t.name)}
-	if t.reconciles > 0 {
-		branches = append(branches, branchName(r.rec.RunID, t.name)+".reconcile")
+	branches := t.branches
+	if len(branches) == 0 {
+		branches = []string{branchName(r.rec.RunID, t.name)}
 	}
 	for _, b := range branches {
 		if err := r.wt.do(func() error { return r.repo.DeleteBranch(ctx, b) }); err == nil {

@@ -10,10 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/plan"
+	"github.com/apiary-dev/apiary/internal/supervise"
 )
 
 // Resume continues run id from what is on disk (see the package doc): the
@@ -99,8 +101,9 @@ func (r *runner) restore(evs []Event) (int, error) {
 		}
 		return hist[name]
 	}
+	var last uint64
 	for _, ev := range evs {
-		r.fence = max(r.fence, ev.Fence)
+		last = max(last, ev.Fence)
 		switch ev.Kind {
 		case EvAttemptStarted:
 			x := h(ev.Task)
@@ -118,6 +121,9 @@ func (r *runner) restore(evs []Event) (int, error) {
 			}
 		}
 	}
+	// Fences never repeat across processes: the new leases start above
+	// every fence the events recorded.
+	r.leases = supervise.NewLeases(r.s.now, last)
 	integrated, err := r.integrations(ctx)
 	if err != nil {
 		return 0, err
@@ -157,6 +163,9 @@ func (r *runner) restore(evs []Event) (int, error) {
 		}
 	}
 	r.cleanStale(ctx, evs)
+	if err := r.applyRecordedCancels(); err != nil {
+		return 0, err
+	}
 	return todo, nil
 }
 
@@ -235,9 +244,21 @@ func (r *runner) restoreTask(ctx context.Context, t *taskState, in integration) 
 }
 
 // cleanStale removes what earlier attempts left behind, by the events'
-// records only: every worktree not recorded as removed, and the attempt
-// branches of tasks that did not fail.
+// records only: agent process groups that outlived the process that ran
+// them (checked for this run's marker), every worktree not recorded as
+// removed, and the attempt branches of tasks that did not fail.
 func (r *runner) cleanStale(ctx context.Context, evs []Event) {
+	finished := map[string]bool{}
+	for _, ev := range evs {
+		if ev.Kind == EvAttemptFinished {
+			finished[ev.Task+"/"+strconv.Itoa(ev.Attempt)+"/"+ev.Role] = true
+		}
+	}
+	for _, ev := range evs {
+		if ev.Kind == EvAgentStarted && ev.Pid > 1 && !finished[ev.Task+"/"+strconv.Itoa(ev.Attempt)+"/"+ev.Role] && ownedBy(ev.Pid, r.rec.RunID) {
+			_ = syscall.Kill(-ev.Pid, syscall.SIGKILL)
+		}
+	}
 	removed := map[string]bool{}
 	for _, ev := range evs {
 		if ev.Kind == EvWorktreeRemoved {

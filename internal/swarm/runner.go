@@ -5,14 +5,18 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/apiary-dev/apiary/internal/agent"
+	"github.com/apiary-dev/apiary/internal/capability"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/gate"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/plan"
+	"github.com/apiary-dev/apiary/internal/supervise"
 )
 
 // runner executes one run. Its fields belong to the scheduler goroutine
@@ -30,19 +34,47 @@ type runner struct {
 
 	// runCtx is the run's context, the root of every task's; abort cancels
 	// it (fatal records the cause when the run's state cannot be written).
+	// Ending it interrupts the run (to be resumed); cancelling the tree's
+	// root cancels its tasks (they get receipts).
 	runCtx context.Context
 	abort  context.CancelCauseFunc
 	fatal  error
 
-	tasks     map[string]*taskState
-	list      []*taskState // registration order
-	ready     jobHeap
-	running   int
-	queue     []*integRequest // waiting for the integrator
-	busy      bool            // the integrator holds a request
-	fence     uint64          // the last fencing token issued
-	attemptCh chan *attemptResult
-	wg        sync.WaitGroup // attempt goroutines and the integrator
+	// Supervision; the pointers are set once and safe for concurrent use.
+	tree       *supervise.Tree
+	leases     *supervise.Leases
+	sup        *supervise.Supervisor
+	auth       *authority
+	escrow     *EscrowQueue
+	durations  supervise.Durations // wall times of passing worker attempts
+	ctl        *controlServer
+	inbox      chan func()   // work for the scheduler goroutine, see do
+	loopDone   chan struct{} // closed when the scheduler loop has ended
+	refMu      sync.Mutex
+	refs       map[string]attemptRef // attempt lineage → attempt, for the control socket
+	bg         sync.WaitGroup        // lease watch, reaper, escrow prompts
+	hooks      map[string]string     // agents' git environment (escrowed pushes)
+	noDeadline context.CancelFunc    // releases the tree root's deadline
+
+	tasks       map[string]*taskState
+	list        []*taskState // registration order
+	ready       jobHeap
+	kidsReady   jobHeap // dynamic children: outside max_parallel
+	running     int
+	runningKids int
+	queue       []*integRequest // waiting for the integrator
+	busy        bool            // the integrator holds a request
+	attemptCh   chan *attemptResult
+	wg          sync.WaitGroup // attempt goroutines and the integrator
+}
+
+// attemptRef identifies a live attempt to the control socket's handlers.
+type attemptRef struct {
+	task    string
+	n       int
+	fence   uint64
+	lineage []string
+	token   *capability.Token
 }
 
 // newRunner prepares a run under ctx; the caller must call execute, which
@@ -50,8 +82,37 @@ type runner struct {
 func newRunner(ctx context.Context, s *settings, st *store, rec *RunRecord, p *plan.Plan, repo *git.Repo) (*runner, error) {
 	r := &runner{s: s, st: st, rec: rec, plan: p, repo: repo, ref: "refs/heads/" + rec.IntegrationBranch,
 		tasks: map[string]*taskState{}, attemptCh: make(chan *attemptResult), profiles: map[string]agent.Profile{},
-		wt: newGitLock(repo.Dir())}
+		wt: newGitLock(repo.Dir()), inbox: make(chan func(), 64), loopDone: make(chan struct{}), refs: map[string]attemptRef{}}
 	r.runCtx, r.abort = context.WithCancelCause(ctx)
+	root := r.runCtx
+	if !s.Deadline.IsZero() {
+		root, r.noDeadline = context.WithDeadlineCause(root, s.Deadline, &supervise.Cancelled{Reason: "the run's deadline passed"})
+	}
+	r.tree = supervise.NewTree(root)
+	r.leases = supervise.NewLeases(s.now, 0)
+	r.escrow = NewEscrowQueue(repo.Dir(), s.now)
+	fail := func(err error) (*runner, error) {
+		r.abort(nil)
+		return nil, err
+	}
+	var groups []supervise.GroupSpec
+	for _, g := range p.Groups {
+		groups = append(groups, supervise.GroupSpec{Name: g.Name, Strategy: supervise.Strategy(g.Strategy), MaxRestarts: g.MaxRestarts,
+			Within: secondsDur(g.WithinS), Members: g.Tasks})
+	}
+	var err error
+	if r.sup, err = supervise.NewSupervisor(groups); err != nil {
+		return fail(fmt.Errorf("%w: %v", ErrConfig, err))
+	}
+	key := s.CapabilityKey
+	if key == nil {
+		if key, err = LoadKey(repo.Dir(), true, s.rnd); err != nil {
+			return fail(fmt.Errorf("swarm: capability key: %w", err))
+		}
+	}
+	if r.auth, err = newAuthority(repo.Dir(), rec.RunID, key, s.ModelHosts, s.now); err != nil {
+		return fail(err)
+	}
 	r.maxPar = s.MaxParallel
 	if r.maxPar == 0 {
 		r.maxPar = rec.Options.MaxParallel
@@ -63,10 +124,20 @@ func newRunner(ctx context.Context, s *settings, st *store, rec *RunRecord, p *p
 		r.profiles[name] = s.profile(name, a)
 	}
 	if ra := rec.Options.ReconcileAgent; ra != "" && r.profiles[ra].Kind == "" {
-		r.abort(nil)
-		return nil, fmt.Errorf("%w: reconcile agent %q is not a profile of the plan", ErrUnknownAgent, ra)
+		return fail(fmt.Errorf("%w: reconcile agent %q is not a profile of the plan", ErrUnknownAgent, ra))
 	}
 	return r, nil
+}
+
+// do hands fn to the scheduler goroutine; false once the loop has ended
+// (fn then never runs). Safe to call from any goroutine.
+func (r *runner) do(fn func()) bool {
+	select {
+	case r.inbox <- fn:
+		return true
+	case <-r.loopDone:
+		return false
+	}
 }
 
 // templateOf turns a plan task into its envelope template.
@@ -85,14 +156,24 @@ func templateOf(pt *plan.Task) *envelope.Envelope {
 	}
 }
 
-// addTask registers a task; its context derives from its parent's.
+// addTask registers a task; its context derives from its parent's, and
+// its node hooks cancellation (revocation, receipts of waiting tasks).
 func (r *runner) addTask(name, id string, parent *taskState, depth int, tmpl *envelope.Envelope, prio float64) *taskState {
-	pctx := r.runCtx
+	t := &taskState{name: name, id: id, parent: parent, depth: depth, tmpl: tmpl, prio: prio, order: len(r.list),
+		live: map[uint64]*liveAttempt{}, doneCh: make(chan struct{})}
+	pname := ""
+	t.lineage = []string{name}
 	if parent != nil {
-		pctx = parent.ctx
+		pname = parent.name
+		t.lineage = append(append(slices.Clone(parent.lineage), attemptSegment(max(parent.attempts, 1))), name)
 	}
-	t := &taskState{name: name, id: id, parent: parent, depth: depth, tmpl: tmpl, prio: prio, order: len(r.list)}
-	t.ctx, t.cancel = context.WithCancel(pctx)
+	n, err := r.tree.Add(pname, name, time.Time{})
+	if err != nil { // a name already in the tree: run under the root
+		n, _ = r.tree.Add("", name+"~"+strconv.Itoa(len(r.list)), time.Time{})
+	}
+	t.node, t.ctx = n, n.Context()
+	t.budget = supervise.NewBudget(unitsOf(tmpl.Budget))
+	n.OnCancel(func(c *supervise.Cancelled) { r.do(func() { r.nodeCancelled(t, c) }) })
 	r.tasks[name] = t
 	r.list = append(r.list, t)
 	return t
@@ -134,6 +215,30 @@ func (r *runner) wire(t *taskState) {
 func (r *runner) execute() error {
 	ctx := r.runCtx
 	defer r.abort(nil)
+	if r.noDeadline != nil {
+		defer r.noDeadline()
+	}
+	r.hooks = r.installHooks()
+	if cs, err := r.serveControl(); err != nil {
+		r.s.log.Warn("no control socket: apiary spawn and apiary cancel will not reach this run", "err", err)
+	} else {
+		r.ctl = cs
+	}
+	bgCtx, bgCancel := context.WithCancel(ctx)
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		r.leases.Watch(bgCtx, func(ls supervise.Lease) { r.do(func() { r.lapsed(ls) }) })
+	}()
+	if r.s.ReapInterval > 0 {
+		r.bg.Add(1)
+		go func() {
+			defer r.bg.Done()
+			supervise.Every(bgCtx, r.s.ReapInterval, r.reapOthers, func(err error) {
+				r.s.log.Warn("reaper", "err", err)
+			})
+		}()
+	}
 	in, out := make(chan *integRequest), make(chan *integResult)
 	r.wg.Add(1)
 	go func() {
@@ -143,17 +248,25 @@ func (r *runner) execute() error {
 	for {
 		r.dispatch(ctx)
 		stopped := ctx.Err() != nil
-		if r.running == 0 && !r.busy && (len(r.queue) == 0 || stopped) && (r.ready.Len() == 0 || stopped) {
+		idle := r.ready.Len() == 0 && r.kidsReady.Len() == 0
+		if r.running == 0 && !r.busy && (len(r.queue) == 0 || stopped) && (idle || stopped) {
 			break
 		}
 		var send chan<- *integRequest
 		var next *integRequest
 		if !r.busy && len(r.queue) > 0 && !stopped {
-			send, next = in, r.queue[0]
+			if next = r.queue[0]; r.dropCancelled(next) {
+				r.queue = r.queue[1:]
+				continue
+			}
+			send = in
 		}
 		select {
 		case res := <-r.attemptCh:
 			r.running--
+			if res.a.dynamic {
+				r.runningKids--
+			}
 			r.onAttempt(ctx, res)
 		case send <- next:
 			r.queue = r.queue[1:]
@@ -161,11 +274,30 @@ func (r *runner) execute() error {
 		case res := <-out:
 			r.busy = false
 			r.onIntegrated(ctx, res)
+		case fn := <-r.inbox:
+			fn()
 		}
 	}
+	close(r.loopDone)
+	if r.ctl != nil {
+		r.ctl.stop()
+	}
+	bgCancel()
+	r.bg.Wait()
 	close(in)
 	r.wg.Wait()
 	return r.wrapUp(ctx)
+}
+
+// dropCancelled finishes, instead of integrating, a candidate whose task
+// was cancelled while it waited for the integrator.
+func (r *runner) dropCancelled(req *integRequest) bool {
+	t := r.tasks[req.a.task]
+	if req.stale || t.ctx.Err() == nil || r.runCtx.Err() != nil || t.done() {
+		return false
+	}
+	r.finish(t, envelope.StatusCancelled, cancelReason(t.ctx), nil, nil)
+	return true
 }
 
 // wrapUp records how the run ended and brings the main checkout along.
@@ -179,10 +311,15 @@ func (r *runner) wrapUp(ctx context.Context) error {
 			status = "failed"
 		}
 	}
+	if status == "failed" && r.tree.Root().Err() != nil && r.runCtx.Err() == nil {
+		status = "cancelled"
+	}
 	r.syncCheckout(ctx)
 	ev := Event{Kind: EvRunFinished, Status: status}
 	if cause := context.Cause(ctx); cause != nil {
 		ev.Reason = cause.Error()
+	} else if c := supervise.CauseOf(r.tree.Root()); c != nil {
+		ev.Reason = c.Error()
 	}
 	if err := r.st.emit(ev); err != nil && r.fatal == nil {
 		r.fatal = err
@@ -224,13 +361,27 @@ func (r *runner) syncCheckout(ctx context.Context) {
 	_ = r.st.emit(Event{Kind: EvCheckoutSynced, Commit: head})
 }
 
-// dispatch starts ready jobs while workers are free.
+// dispatch starts ready jobs while workers are free; dynamic children
+// start at once (their producers' credit windows bound them).
 func (r *runner) dispatch(ctx context.Context) {
-	for r.running < r.maxPar && r.ready.Len() > 0 && ctx.Err() == nil {
-		j := heap.Pop(&r.ready).(*job)
+	for ctx.Err() == nil {
+		var j *job
+		switch {
+		case r.kidsReady.Len() > 0:
+			j = heap.Pop(&r.kidsReady).(*job)
+		case r.running-r.runningKids < r.maxPar && r.ready.Len() > 0:
+			j = heap.Pop(&r.ready).(*job)
+		default:
+			return
+		}
 		t := j.t
+		if t.done() || j.spec && !t.specOpen() {
+			continue
+		}
 		if t.ctx.Err() != nil {
-			r.finish(t, envelope.StatusCancelled, "cancelled: "+context.Cause(t.ctx).Error(), nil, nil)
+			if len(t.live) == 0 {
+				r.finish(t, envelope.StatusCancelled, cancelReason(t.ctx), nil, nil)
+			}
 			continue
 		}
 		head, err := r.repo.RevParse(ctx, r.ref)
@@ -247,8 +398,11 @@ func (r *runner) dispatch(ctx context.Context) {
 			r.finish(t, envelope.StatusFailed, err.Error(), nil, nil)
 			continue
 		}
-		r.must(r.st.emit(Event{Kind: EvAttemptStarted, Task: t.name, Attempt: a.n, Role: a.role, Base: head, Fence: a.fence}))
+		r.must(r.st.emit(Event{Kind: EvAttemptStarted, Task: t.name, Attempt: a.n, Role: a.role, Base: head, Fence: a.fence, Trace: a.trace}))
 		r.running++
+		if a.dynamic {
+			r.runningKids++
+		}
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
@@ -259,28 +413,47 @@ func (r *runner) dispatch(ctx context.Context) {
 
 func branchName(run, task string) string { return "apiary/" + run + "/" + task }
 
-// newAttempt prepares the next attempt of a job on head.
+// newAttempt prepares the next attempt of a job on head: its lease and
+// fencing token, its capability, its worktree and branch.
 func (r *runner) newAttempt(j *job, head string) (*attempt, error) {
 	t := j.t
-	r.fence++
-	t.fence = r.fence
+	ttl := secondsDur(t.tmpl.LeaseS)
+	if ttl <= 0 {
+		ttl = secondsDur(plan.DefaultLeaseS)
+	}
+	holder := fmt.Sprintf("%s attempt %d", t.name, t.attempts+1)
+	ls, err := r.leases.Grant(t.name, holder, ttl)
+	if err != nil {
+		return nil, err
+	}
+	t.fence = ls.Fence
 	t.state = stateBusy
 	if t.started.IsZero() {
 		t.started = r.s.now()
 	}
 	trace, err := traceparent(r.rec.TraceID, r.s.rnd)
 	if err != nil {
+		r.leases.Release(t.name, ls.Fence)
 		return nil, err
 	}
-	a := &attempt{run: r.rec.RunID, task: t.name, taskID: t.id, role: j.role, fence: r.fence, base: head,
-		ctx: t.ctx, tmpl: t.tmpl, trace: trace, profileName: t.tmpl.Agent.Profile}
+	a := &attempt{run: r.rec.RunID, task: t.name, taskID: t.id, role: j.role, fence: ls.Fence, base: head,
+		tmpl: t.tmpl, trace: trace, profileName: t.tmpl.Agent.Profile, lease: ttl, dynamic: t.dynamic, spec: j.spec}
+	if j.profile != "" {
+		a.profileName = j.profile
+	}
 	dir := r.st.taskDir(t.name)
 	suffix := ""
 	if j.role == RoleWorker {
 		t.attempts++
 		a.n = t.attempts
 		a.branch = branchName(a.run, t.name)
+		if len(t.live) > 0 || j.spec { // another attempt of the task may hold the plain branch
+			a.branch += "." + strconv.Itoa(a.n)
+		}
 		a.envPath = filepath.Join(dir, "envelope.json")
+		if j.spec || a.n > 1 {
+			a.envPath = filepath.Join(dir, "envelope-"+strconv.Itoa(a.n)+".json")
+		}
 		a.logPath = filepath.Join(dir, "attempt-"+strconv.Itoa(a.n)+".log")
 	} else {
 		t.reconciles++
@@ -298,14 +471,37 @@ func (r *runner) newAttempt(j *job, head string) (*attempt, error) {
 		rt.Budget = r.s.reconcileBudget(t.tmpl.Budget)
 		a.tmpl = &rt
 	}
+	if !slices.Contains(t.branches, a.branch) {
+		t.branches = append(t.branches, a.branch)
+	}
 	t.logs = append(t.logs, filepath.Base(a.logPath))
 	a.worktree = r.st.worktree(t.name, a.n, suffix)
+	if j.role == RoleReconciler && t.reconciles > 1 {
+		a.worktree = r.st.worktree(t.name, a.n, suffix+strconv.Itoa(t.reconciles))
+	}
 	a.home = a.worktree + ".home"
 	p, ok := r.profiles[a.profileName]
 	if !ok {
+		r.leases.Release(t.name, ls.Fence)
 		return nil, fmt.Errorf("%w: %q", ErrUnknownAgent, a.profileName)
 	}
 	a.profile = p
+	if err := r.grantCapability(t, a); err != nil {
+		r.leases.Release(t.name, ls.Fence)
+		return nil, err
+	}
+	a.ctx, a.stop = context.WithCancelCause(t.ctx)
+	a.budget = budgetOf(t.budget.Remaining(), t.budget.Limited(), a.tmpl.Budget)
+	if j.role == RoleReconciler {
+		a.budget = a.tmpl.Budget
+	}
+	t.live[a.fence] = &liveAttempt{a: a}
+	r.refMu.Lock()
+	r.refs[lineageKey(a.lineage)] = attemptRef{task: t.name, n: a.n, fence: a.fence, lineage: a.lineage, token: a.token}
+	r.refMu.Unlock()
+	if j.role == RoleWorker {
+		r.armSpeculation(t, a, j)
+	}
 	return a, nil
 }
 
@@ -313,7 +509,12 @@ func (r *runner) newAttempt(j *job, head string) (*attempt, error) {
 func (r *runner) onAttempt(ctx context.Context, res *attemptResult) {
 	a := res.a
 	t := r.tasks[a.task]
-	ev := Event{Kind: EvAttemptFinished, Task: t.name, Attempt: a.n, Role: a.role, Commit: res.candidate, Usage: &res.usage}
+	la := t.live[a.fence]
+	delete(t.live, a.fence)
+	r.refMu.Lock()
+	delete(r.refs, lineageKey(a.lineage))
+	r.refMu.Unlock()
+	ev := Event{Kind: EvAttemptFinished, Task: t.name, Attempt: a.n, Role: a.role, Commit: res.candidate, Usage: &res.usage, Fence: a.fence}
 	if res.err == nil && !res.interrupted {
 		ev.Exit = &res.exit
 	}
@@ -322,15 +523,35 @@ func (r *runner) onAttempt(ctx context.Context, res *attemptResult) {
 	}
 	r.must(r.st.emit(ev))
 	addUsage(&t.usage, res.usage)
+	if over := t.budget.Charge(unitsOfUsage(res.usage)); over != (supervise.Units{}) {
+		t.notes = append(t.notes, fmt.Sprintf("attempt %d spent beyond the task's budget (over by %s)", a.n, unitsText(over)))
+	}
 	if res.report != nil && res.report.Text != "" {
 		t.report = res.report.Text
 	}
-	if res.interrupted {
-		if ctx.Err() != nil {
-			t.state = stateInterrupted
-			return
+	if la == nil || la.abandoned || t.done() {
+		r.superseded(a, res)
+		return
+	}
+	queued := false
+	defer func() {
+		if !queued {
+			r.leases.Release(t.name, a.fence)
 		}
-		r.finish(t, envelope.StatusCancelled, "cancelled: "+context.Cause(t.ctx).Error(), nil, nil)
+	}()
+	if res.interrupted {
+		switch {
+		case ctx.Err() != nil:
+			t.state = stateInterrupted
+		case len(t.live) > 0:
+			// another attempt of the task carries on (or reports the cancel)
+		default:
+			r.finish(t, envelope.StatusCancelled, cancelReason(t.ctx), nil, nil)
+		}
+		return
+	}
+	if a.spec && t.spec != nil {
+		queued = r.specResult(t, a, res)
 		return
 	}
 	fail := func(reason string, fs []gate.Failure) {
@@ -340,18 +561,7 @@ func (r *runner) onAttempt(ctx context.Context, res *attemptResult) {
 		}
 		r.finish(t, envelope.StatusFailed, reason, fs, nil)
 	}
-	switch {
-	case res.err != nil:
-		fail(res.err.Error(), nil)
-		return
-	case res.timedOut:
-		fail(fmt.Sprintf("the wall_clock_s budget (%gs) ran out", a.tmpl.Budget.WallClockS), nil)
-		return
-	case res.exit != 0:
-		why := fmt.Sprintf("the agent exited with status %d", res.exit)
-		if res.signal != "" {
-			why += " (" + res.signal + ")"
-		}
+	if why := res.failure(); why != "" {
 		fail(why, nil)
 		return
 	}
@@ -365,6 +575,7 @@ func (r *runner) onAttempt(ctx context.Context, res *attemptResult) {
 		return
 	}
 	if a.role == RoleWorker {
+		r.durations.Observe(secondsDur(res.usage.WallS))
 		r.keepChildren(t, a, res.children)
 	}
 	if res.candidate == "" {
@@ -376,75 +587,24 @@ func (r *runner) onAttempt(ctx context.Context, res *attemptResult) {
 		r.succeed(t, a.base, "", nil)
 		return
 	}
-	req := &integRequest{a: a, base: a.base, candidate: res.candidate, changes: res.changes,
-		checks: t.tmpl.Completion.Checks, timeout: t.tmpl.Completion.CheckTimeoutS}
-	if a.role == RoleReconciler {
-		req.original = t.candidate
-	}
-	r.queue = append(r.queue, req)
+	r.queueIntegration(t, a, res)
+	queued = true
 }
 
-// keepChildren validates the child envelopes of a worker attempt and keeps
-// the accepted ones (on disk and on the task) until the task succeeds.
-func (r *runner) keepChildren(t *taskState, a *attempt, files []childFile) {
-	kids, notes := r.acceptChildren(t, files)
-	t.children = nil
-	for _, n := range notes {
-		t.notes = append(t.notes, n)
-		r.must(r.st.emit(Event{Kind: EvChildRefused, Parent: t.name, Reason: n}))
-	}
-	for _, k := range kids {
-		e := *k.env
-		e.Inputs.Workspace = "git:" + a.base
-		if err := writeEnvelope(filepath.Join(r.st.taskDir(t.name), k.file), &e, true); err != nil {
-			t.notes = append(t.notes, fmt.Sprintf("child %s refused: %v", k.name, err))
-			continue
+// failure says why an attempt's agent failed; "" if it did not.
+func (res *attemptResult) failure() string {
+	a := res.a
+	switch {
+	case res.err != nil:
+		return res.err.Error()
+	case res.timedOut:
+		return fmt.Sprintf("the wall_clock_s budget (%gs) ran out", a.tmpl.Budget.WallClockS)
+	case res.exit != 0:
+		why := fmt.Sprintf("the agent exited with status %d", res.exit)
+		if res.signal != "" {
+			why += " (" + res.signal + ")"
 		}
-		t.children = append(t.children, k)
+		return why
 	}
-}
-
-// onIntegrated handles the integrator's verdict.
-func (r *runner) onIntegrated(ctx context.Context, res *integResult) {
-	a := res.req.a
-	t := r.tasks[a.task]
-	switch res.outcome {
-	case outStale:
-		r.s.log.Warn("stale candidate refused", "task_id", t.name, "err", res.err)
-	case outError:
-		if ctx.Err() != nil {
-			t.state = stateInterrupted
-			return
-		}
-		r.finish(t, envelope.StatusFailed, "integration: "+res.err.Error(), nil, nil)
-	case outRejected:
-		first, _ := gateReasons(res.failures)
-		r.must(r.st.emit(Event{Kind: EvGateRejected, Task: t.name, Attempt: a.n, Role: a.role, Gate: first}))
-		if a.role == RoleReconciler {
-			r.retryOrFail(t, "the reconciled result failed its checks", res.failures)
-			return
-		}
-		r.finishChecked(t, res.failures, res.checks)
-	case outConflict:
-		r.must(r.st.emit(Event{Kind: EvConflict, Task: t.name, Attempt: a.n, Role: a.role, Base: res.head, Paths: res.paths}))
-		if a.role == RoleReconciler {
-			r.retryOrFail(t, "the reconciled result conflicts with the integration branch again", nil)
-			return
-		}
-		r.enqueue(&job{t: t, role: RoleReconciler, base: t.base, candidate: t.candidate, changes: t.changes})
-	case outIntegrated:
-		r.must(r.st.emit(Event{Kind: EvIntegrated, Task: t.name, Attempt: a.n, Role: a.role, Commit: res.commit, Integrated: res.kind}))
-		r.succeed(t, res.commit, res.kind, res.checks)
-	}
-}
-
-// retryOrFail re-runs a task on the new head after its reconciliation
-// failed, while it has attempts left.
-func (r *runner) retryOrFail(t *taskState, reason string, fs []gate.Failure) {
-	if t.attempts < r.s.MaxAttempts {
-		t.notes = append(t.notes, fmt.Sprintf("attempt %d: %s; re-run on the new head", t.attempts, reason))
-		r.enqueue(&job{t: t, role: RoleWorker})
-		return
-	}
-	r.finish(t, envelope.StatusFailed, reason, fs, nil)
+	return ""
 }

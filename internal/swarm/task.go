@@ -5,9 +5,11 @@ import (
 	"context"
 	"time"
 
+	"github.com/apiary-dev/apiary/internal/capability"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/gate"
 	"github.com/apiary-dev/apiary/internal/git"
+	"github.com/apiary-dev/apiary/internal/supervise"
 )
 
 // Task lifecycle states, owned by the scheduler goroutine.
@@ -30,10 +32,15 @@ type taskState struct {
 	tmpl   *envelope.Envelope // without inputs.workspace and trace
 	prio   float64
 	order  int
-	// ctx is the task's context: derived from its parent task's (or the
-	// run's), so cancelling a task cancels its descendants.
-	ctx    context.Context
-	cancel context.CancelFunc
+	// node is the task's node in the run's cancellation tree and ctx its
+	// context: derived from its parent task's (or the run's root), so
+	// cancelling a task cancels its descendants.
+	node *supervise.Node
+	ctx  context.Context
+	// lineage is the task's capability lineage below the run: (name) for a
+	// plan task, the parent attempt's lineage plus its name for a child.
+	lineage []string
+	dynamic bool // spawned while its parent ran (apiary.spawn)
 
 	succ    []edge
 	waiting int
@@ -54,6 +61,32 @@ type taskState struct {
 	changes         []git.Change
 
 	receipt *envelope.Receipt
+
+	// Supervision (scheduler-owned).
+	token    *capability.Token // the task's capability; attempts narrow it
+	budget   *supervise.Budget // its node in the run's budget tree
+	flow     *supervise.Flow   // credits for the children it emits; set by spawn
+	live     map[uint64]*liveAttempt
+	branches []string     // attempt branches made, for deletion
+	kids     []*taskState // dynamic children not done yet
+	spawned  []string     // their envelopes, children/NAME.json
+	// afterKids finishes the task once its last dynamic child is done: a
+	// task is never done while a child it spawned runs.
+	afterKids func()
+	spec      *speculation // hedged or quorum attempts in progress
+	restart   bool         // a group restart is under way: re-run on return
+	hedge     *time.Timer
+	doneCh    chan struct{} // closed when the receipt is written
+}
+
+// liveAttempt is an attempt whose goroutine has not reported yet.
+type liveAttempt struct {
+	a *attempt
+	// abandoned: the scheduler no longer counts on it (its lease lapsed,
+	// it lost a race, a restart or the task's end overtook it); its result
+	// is still handed to the integrator, which refuses its stale fence.
+	abandoned bool
+	keyed     bool // model access was granted (revoke it on abandon)
 }
 
 // edge is a dependency arrow to a dependent task.
@@ -73,6 +106,10 @@ func (t *taskState) succeeded() bool {
 type job struct {
 	t    *taskState
 	role string // RoleWorker or RoleReconciler
+	// spec marks a speculative attempt (hedge or quorum); profile, if set,
+	// overrides the task's agent (a hedge's hedge_agent).
+	spec    bool
+	profile string
 	// For RoleReconciler: the task's candidate, its base and its changes.
 	base, candidate string
 	changes         []git.Change
@@ -104,8 +141,15 @@ func (h *jobHeap) Pop() any {
 	return x
 }
 
+// enqueue queues a job: a dynamic child's in the unbounded heap (its
+// producer's credit window bounds those), everyone else's behind
+// max_parallel.
 func (r *runner) enqueue(j *job) {
 	j.t.state = stateQueued
+	if j.t.dynamic {
+		heap.Push(&r.kidsReady, j)
+		return
+	}
 	heap.Push(&r.ready, j)
 }
 

@@ -104,6 +104,7 @@ func parallelCases() []tcase {
 		{"Tasks", testTasks},
 		{"Intents", testIntents},
 		{"Hints", testHints},
+		{"Quota", testQuota},
 	}
 }
 

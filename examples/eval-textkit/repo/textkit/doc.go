@@ -1,0 +1,2 @@
+// Package textkit holds small text utilities.
+package textkit

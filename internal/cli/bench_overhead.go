@@ -1,0 +1,297 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/apiary-dev/apiary/internal/gateway"
+	"github.com/apiary-dev/apiary/internal/llmapi"
+	"github.com/apiary-dev/apiary/internal/llmfake"
+)
+
+// overheadPhase is one path of `apiary bench overhead`.
+type overheadPhase struct {
+	Path       string  `json:"path"` // direct or gateway
+	Stream     bool    `json:"stream"`
+	Requests   int64   `json:"requests"`
+	Errors     int64   `json:"errors"`
+	P50us      float64 `json:"p50_us"`
+	P99us      float64 `json:"p99_us"`
+	CPUPerReq  float64 `json:"cpu_us_per_req"`
+	FirstError string  `json:"first_error,omitempty"`
+}
+
+// overheadResult is the whole report.
+type overheadResult struct {
+	Rate            int             `json:"rate_per_s"`
+	Seconds         float64         `json:"seconds_per_phase"`
+	Phases          []overheadPhase `json:"phases"`
+	AddedP50us      float64         `json:"added_p50_us"`
+	AddedP99us      float64         `json:"added_p99_us"`
+	AddedStreamP50  float64         `json:"added_stream_p50_us"`
+	AddedStreamP99  float64         `json:"added_stream_p99_us"`
+	AddedCPUPerReq  float64         `json:"added_cpu_us_per_req"`
+	Streams         int             `json:"concurrent_streams"`
+	StreamErrors    int64           `json:"stream_errors"`
+	HeapPerStreamKB float64         `json:"gateway_heap_kib_per_stream"`
+}
+
+func benchOverheadCommand() *command {
+	return &command{
+		name:    "overhead",
+		summary: "measure the latency, CPU and memory the gateway adds, against the same load direct",
+		help: `overhead starts llmfake (no latency, no limits) and a gateway in front of it,
+in-process on loopback, and sends the same open-loop load (requests started at a
+fixed rate whatever the answers do) to both, alternating one-second blocks so
+both paths see the same machine. It reports each path's latency percentiles and
+CPU per request, and the difference: the gateway's added latency (p50, p99) and
+CPU, non-streaming and streaming. Then it holds --streams concurrent streams open
+through each path and reports the gateway's extra heap per in-flight stream.
+
+Latency is measured from sending a request to reading its whole body. CPU is the
+process's user+system time per request, servers and load generator together,
+so the difference between the paths is the gateway's own cost.`,
+		setup: func(fs *flag.FlagSet) runFunc {
+			rate := fs.Int("rate", 1000, "requests per `SECOND` on each path")
+			secs := fs.Duration("duration", 10*time.Second, "`TIME` per path and mode")
+			streams := fs.Int("streams", 1000, "`N` concurrent streams for the memory measurement (0: skip)")
+			asJSON := fs.Bool("json", false, "print JSON")
+			return func(ctx context.Context, e *env, args []string) error {
+				if err := noArgs(args); err != nil {
+					return err
+				}
+				if *rate < 1 || *secs < time.Second {
+					return usagef("--rate must be ≥ 1 and --duration ≥ 1s")
+				}
+				res, err := runOverhead(ctx, *rate, *secs, *streams, e.stderr)
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					return writeJSON(e.stdout, res)
+				}
+				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "PATH\tSTREAM\tREQUESTS\tERRORS\tP50 µs\tP99 µs\tCPU µs/req")
+				for _, p := range res.Phases {
+					fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%.0f\t%.0f\t%.1f\n", p.Path, p.Stream, p.Requests, p.Errors, p.P50us, p.P99us, p.CPUPerReq)
+				}
+				tw.Flush()
+				fmt.Fprintf(e.stdout, "\nadded by the gateway at %d req/s: p50 %.0f µs, p99 %.0f µs (streaming: p50 %.0f µs, p99 %.0f µs), CPU %.1f µs/request\n",
+					res.Rate, res.AddedP50us, res.AddedP99us, res.AddedStreamP50, res.AddedStreamP99, res.AddedCPUPerReq)
+				if res.Streams > 0 {
+					fmt.Fprintf(e.stdout, "%d concurrent streams: %d errors, gateway heap %.1f KiB per in-flight stream\n", res.Streams, res.StreamErrors, res.HeapPerStreamKB)
+				}
+				return nil
+			}
+		},
+	}
+}
+
+func runOverhead(ctx context.Context, rate int, secs time.Duration, streams int, progress io.Writer) (overheadResult, error) {
+	res := overheadResult{Rate: rate, Seconds: secs.Seconds(), Streams: streams}
+	fake, err := llmfake.New(llmfake.Config{Format: llmfake.FormatAnthropic, Output: llmfake.Output{TokensMean: 20, ChunkTokens: 5},
+		Faults: llmfake.Faults{EventDelay: 0}}, llmfake.Options{Seed: 1})
+	if err != nil {
+		return res, err
+	}
+	fl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return res, err
+	}
+	fsrv := llmfake.Serve(fl, fake)
+	defer fsrv.Close()
+	g, err := gateway.New(ctx, gateway.Config{
+		Upstreams: []gateway.Upstream{{Name: "anthropic", URL: fsrv.URL, Provider: llmapi.Anthropic, MaxConcurrency: 4096}},
+		Logger:    slog.New(slog.DiscardHandler), MaxQueue: 65536,
+	})
+	if err != nil {
+		return res, err
+	}
+	gl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return res, err
+	}
+	gsrv := &http.Server{Handler: g}
+	go func() { _ = gsrv.Serve(gl) }()
+	defer gsrv.Close()
+	targets := map[string]string{"direct": fsrv.URL, "gateway": "http://" + gl.Addr().String()}
+
+	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 2048, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	for _, stream := range []bool{false, true} {
+		body := `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"Say something short about the weather today."}]}`
+		if stream {
+			body = strings.Replace(body, `"max_tokens":64,`, `"max_tokens":64,"stream":true,`, 1)
+		}
+		phases := map[string]*overheadRec{"direct": {}, "gateway": {}}
+		// Warm both paths' connection pools.
+		for _, p := range []string{"direct", "gateway"} {
+			openLoop(ctx, client, targets[p], body, rate, 500*time.Millisecond, &overheadRec{})
+		}
+		for i := 0; i < int(secs/time.Second); i++ {
+			for _, p := range []string{"direct", "gateway"} {
+				if err := ctx.Err(); err != nil {
+					return res, err
+				}
+				openLoop(ctx, client, targets[p], body, rate, time.Second, phases[p])
+			}
+			fmt.Fprintf(progress, "bench overhead: stream=%v %d/%d s\n", stream, i+1, int(secs/time.Second))
+		}
+		var p50, p99 [2]float64
+		for i, p := range []string{"direct", "gateway"} {
+			ph := phases[p].phase(p, stream)
+			res.Phases = append(res.Phases, ph)
+			p50[i], p99[i] = ph.P50us, ph.P99us
+		}
+		if stream {
+			res.AddedStreamP50, res.AddedStreamP99 = p50[1]-p50[0], p99[1]-p99[0]
+		} else {
+			res.AddedP50us, res.AddedP99us = p50[1]-p50[0], p99[1]-p99[0]
+			res.AddedCPUPerReq = res.Phases[1].CPUPerReq - res.Phases[0].CPUPerReq
+		}
+	}
+	if streams > 0 {
+		fmt.Fprintf(progress, "bench overhead: %d concurrent streams per path\n", streams)
+		slow := llmfake.Config{Format: llmfake.FormatAnthropic, Output: llmfake.Output{TokensMean: 40, ChunkTokens: 4},
+			Faults: llmfake.Faults{EventDelay: 200 * time.Millisecond}}
+		if err := fake.SetConfig(slow); err != nil {
+			return res, err
+		}
+		body := `{"model":"claude-sonnet-4-5","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"Tell a slow story."}]}`
+		direct, errsD := heapWithStreams(ctx, client, targets["direct"], body, streams)
+		via, errsG := heapWithStreams(ctx, client, targets["gateway"], body, streams)
+		res.StreamErrors = errsD + errsG
+		res.HeapPerStreamKB = (float64(via) - float64(direct)) / float64(streams) / 1024
+	}
+	return res, nil
+}
+
+// overheadRec collects one path's latencies and CPU.
+type overheadRec struct {
+	mu       sync.Mutex
+	lat      []time.Duration
+	cpu      time.Duration
+	errs     int64
+	firstErr string
+}
+
+func (r *overheadRec) phase(path string, stream bool) overheadPhase {
+	p := overheadPhase{Path: path, Stream: stream, Requests: int64(len(r.lat)), Errors: r.errs, FirstError: r.firstErr}
+	if len(r.lat) == 0 {
+		return p
+	}
+	slices.Sort(r.lat)
+	q := func(f float64) float64 { return float64(r.lat[min(len(r.lat)-1, int(f*float64(len(r.lat))))]) / 1e3 }
+	p.P50us, p.P99us = q(0.50), q(0.99)
+	p.CPUPerReq = float64(r.cpu) / 1e3 / float64(len(r.lat))
+	return p
+}
+
+// openLoop starts requests at rate per second for d, whatever the answers
+// do, and records each one's latency and the process CPU used.
+func openLoop(ctx context.Context, c *http.Client, url, body string, rate int, d time.Duration, rec *overheadRec) {
+	cpu0 := processCPU()
+	interval := time.Second / time.Duration(rate)
+	n := int(d / interval)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+			time.Sleep(wait)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t0 := time.Now()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/messages", strings.NewReader(body))
+			req.Header.Set("X-Api-Key", "bench-key")
+			req.Header.Set("Anthropic-Version", "2023-06-01")
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := c.Do(req)
+			if err == nil {
+				_, err = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if err == nil && resp.StatusCode != 200 {
+					err = fmt.Errorf("status %d", resp.StatusCode)
+				}
+			}
+			lat := time.Since(t0)
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if err != nil {
+				rec.errs++
+				if rec.firstErr == "" {
+					rec.firstErr = err.Error()
+				}
+				return
+			}
+			rec.lat = append(rec.lat, lat)
+		}()
+	}
+	wg.Wait()
+	rec.mu.Lock()
+	rec.cpu += processCPU() - cpu0
+	rec.mu.Unlock()
+}
+
+// heapWithStreams opens n streams to url and, once every one has received
+// its first event, returns the live heap (after a GC) less the heap before.
+func heapWithStreams(ctx context.Context, c *http.Client, url, body string, n int) (uint64, int64) {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := ms.HeapAlloc
+	var started sync.WaitGroup
+	var done sync.WaitGroup
+	var errs atomic.Int64
+	release := make(chan struct{})
+	for range n {
+		started.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/messages", strings.NewReader(body))
+			req.Header.Set("X-Api-Key", "bench-key")
+			req.Header.Set("Anthropic-Version", "2023-06-01")
+			resp, err := c.Do(req)
+			if err != nil {
+				errs.Add(1)
+				started.Done()
+				return
+			}
+			defer resp.Body.Close()
+			buf := make([]byte, 1)
+			if _, err := io.ReadFull(resp.Body, buf); err != nil {
+				errs.Add(1)
+			}
+			started.Done()
+			<-release
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+				errs.Add(1)
+			}
+		}()
+	}
+	started.Wait()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	during := ms.HeapAlloc
+	close(release)
+	done.Wait()
+	if during < before {
+		return 0, errs.Load()
+	}
+	return during - before, errs.Load()
+}

@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apiary-dev/apiary/internal/dashboard"
+	"github.com/apiary-dev/apiary/internal/swarm"
+)
+
+// The dashboard's actions on live runs and the escrow queue: cancelling
+// goes through the run's control socket with an operator token (so it
+// works on a run another process executes), escrow decisions through the
+// repository's file-based queue.
+
+// runControl is dashboard.Canceller over runs' control sockets.
+type runControl struct {
+	root string
+	now  func() time.Time
+}
+
+var _ dashboard.Canceller = runControl{}
+
+// operatorTTL bounds the operator token minted for one cancellation.
+const operatorTTL = time.Minute
+
+func (c runControl) Cancel(ctx context.Context, run, task, reason string) error {
+	if !swarm.ValidRunID(run) {
+		return fmt.Errorf("%w: run %q", dashboard.ErrNotFound, run)
+	}
+	if _, err := swarm.ReadRecord(c.root, run); err != nil {
+		return fmt.Errorf("%w: %w", dashboard.ErrNotFound, err)
+	}
+	key, err := swarm.LoadKey(c.root, false, nil)
+	if err != nil {
+		return fmt.Errorf("%w: no capability key in %s (the run is not live): %w", dashboard.ErrConflict, c.root, err)
+	}
+	tok, err := swarm.OperatorToken(key, run, c.now(), operatorTTL)
+	if err != nil {
+		return err
+	}
+	_, err = swarm.DialControl(swarm.ControlPath(c.root, run)).Cancel(ctx, swarm.CancelRequest{Operator: tok.String(), Task: task, Reason: reason})
+	var ce *swarm.ControlError
+	switch {
+	case errors.Is(err, swarm.ErrNotLive):
+		return fmt.Errorf("%w: run %s is not live", dashboard.ErrConflict, run)
+	case errors.Is(err, swarm.ErrUnknownTask):
+		return fmt.Errorf("%w: %w", dashboard.ErrNotFound, err)
+	case errors.As(err, &ce) && ce.Kind == swarm.KindCancelled:
+		return fmt.Errorf("%w: %w", dashboard.ErrConflict, err)
+	}
+	return err
+}
+
+// escrowQueue is dashboard.EscrowSource and EscrowDecider over the
+// repository's escrow queue.
+type escrowQueue struct{ q *swarm.EscrowQueue }
+
+var (
+	_ dashboard.EscrowSource  = escrowQueue{}
+	_ dashboard.EscrowDecider = escrowQueue{}
+)
+
+func (e escrowQueue) Escrow(context.Context) ([]dashboard.EscrowRequest, error) {
+	rs, err := e.q.List()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]dashboard.EscrowRequest, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, dashboard.EscrowRequest{ID: r.ID, Run: r.Run, Task: r.Task, Operation: r.Operation,
+			Detail: r.Kind, State: r.State, Created: r.Created, Reviewer: r.DecidedBy, Note: r.Note})
+	}
+	return out, nil
+}
+
+func (e escrowQueue) decided(err error) error {
+	switch {
+	case errors.Is(err, swarm.ErrNoRequest):
+		return fmt.Errorf("%w: %w", dashboard.ErrNotFound, err)
+	case errors.Is(err, swarm.ErrDecided):
+		return fmt.Errorf("%w: %w", dashboard.ErrConflict, err)
+	}
+	return err
+}
+
+func (e escrowQueue) ApproveEscrow(_ context.Context, id, reviewer, note string) error {
+	_, err := e.q.Approve(id, reviewer, note)
+	return e.decided(err)
+}
+
+func (e escrowQueue) DenyEscrow(_ context.Context, id, reviewer, note string) error {
+	_, err := e.q.Deny(id, reviewer, note)
+	return e.decided(err)
+}

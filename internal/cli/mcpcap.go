@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/apiary-dev/apiary/internal/capability"
+	"github.com/apiary-dev/apiary/internal/durable"
+	"github.com/apiary-dev/apiary/internal/mcpserver"
+	"github.com/apiary-dev/apiary/internal/swarm"
+)
+
+// capFlags are `apiary mcp`'s capability flags.
+type capFlags struct {
+	token, keyFile, revocations, control string
+	escrowTools                          stringList
+}
+
+// wire sets cfg.Authority to verify the capability (alongside any write
+// scope) and returns the apiary.spawn Spawner when the run's control
+// socket is known; nil, nil without a capability.
+func (f capFlags) wire(ctx context.Context, e *env, workspace string, cfg *durable.Config) (mcpserver.Spawner, error) {
+	token := f.token
+	if token == "" {
+		token = e.getenv("APIARY_CAPABILITY")
+	}
+	if token == "" {
+		return nil, nil
+	}
+	keyFile := f.keyFile
+	if keyFile == "" {
+		if keyFile = findKey(workspace); keyFile == "" {
+			return nil, usagef("--capability needs --key-file: no .apiary/cap.key above %s", workspace)
+		}
+	}
+	key, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("capability key: %w", err)
+	}
+	revFile := f.revocations
+	if revFile == "" {
+		revFile = e.getenv("APIARY_REVOCATIONS")
+	}
+	var rev capability.Revoker
+	if revFile != "" {
+		rev = capability.NewFileRevoker(revFile, 250*time.Millisecond, nil)
+	}
+	capAuth, err := durable.NewCapability(key, token, rev, nil)
+	if err != nil {
+		return nil, usagef("--capability: %v", err)
+	}
+	control := f.control
+	if control == "" {
+		control = e.getenv("APIARY_CONTROL")
+	}
+	var ctl *swarm.Control
+	if control != "" {
+		ctl = swarm.DialControl(control)
+	}
+	capAuth.EscrowTools = f.escrowTools
+	capAuth.Escrow = func(tool string) error {
+		if ctl == nil {
+			return fmt.Errorf("no run to ask for approval of %s", tool)
+		}
+		_, err := ctl.Escrow(ctx, swarm.EscrowCheck{Capability: token, Kind: swarm.EscrowTool, Operation: tool})
+		return err
+	}
+	if cfg.Authority != nil {
+		cfg.Authority = bothAuthorities{cfg.Authority, capAuth}
+	} else {
+		cfg.Authority = capAuth
+	}
+	if ctl == nil {
+		return nil, nil
+	}
+	return swarm.AgentSpawner{Control: ctl, Capability: token}, nil
+}
+
+// bothAuthorities allows what both allow.
+type bothAuthorities [2]durable.Authority
+
+func (b bothAuthorities) Allow(tool, path string) error {
+	if err := b[0].Allow(tool, path); err != nil {
+		return err
+	}
+	return b[1].Allow(tool, path)
+}
+
+// findKey looks for the repository's key in dir and its ancestors (an
+// agent's worktree lives under the repository's .apiary/).
+func findKey(dir string) string {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	for {
+		if fi, err := os.Stat(swarm.KeyPath(dir)); err == nil && fi.Mode().IsRegular() {
+			return swarm.KeyPath(dir)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"os"
+
+	"github.com/apiary-dev/apiary/internal/swarm"
+)
+
+func spawnCommand() *command {
+	return &command{
+		name:    "spawn",
+		args:    "ENVELOPE.json",
+		summary: "ask the running apiary for a child task (run by an agent)",
+		help: `Run inside an agent's worktree, asks the apiary run that started the agent
+for a child task described by ENVELOPE.json (the task envelope schema; "-"
+reads standard input). The run is reached through $APIARY_CONTROL and the
+agent's capability $APIARY_CAPABILITY, both set by apiary.
+
+The child runs at once in its own worktree, from the integration head. Its
+depth is at most the run's max_depth, its write scope inside the parent's,
+its budget carved out of the parent's remaining budget (at most half of
+it), its capability derived from the parent's; each refusal is a typed
+error. When the parent already has its window of unfinished children, the
+call waits (flow control). --wait returns when the child is done, with its
+receipt.
+
+The answer is JSON on stdout: {task, task_id, depth, budget[, receipt]},
+or {error, message, context} with exit status 1.`,
+		setup: func(fs *flag.FlagSet) runFunc {
+			wait := fs.Bool("wait", false, "wait for the child and print its receipt")
+			return func(ctx context.Context, e *env, args []string) error {
+				if err := exactArgs(args, 1, "ENVELOPE.json"); err != nil {
+					return err
+				}
+				return runSpawn(ctx, e, args[0], *wait)
+			}
+		},
+	}
+}
+
+func runSpawn(ctx context.Context, e *env, file string, wait bool) error {
+	control, token := e.getenv("APIARY_CONTROL"), e.getenv("APIARY_CAPABILITY")
+	if control == "" || token == "" {
+		return usagef("apiary spawn runs inside an apiary task: $APIARY_CONTROL and $APIARY_CAPABILITY are not set")
+	}
+	var b []byte
+	var err error
+	if file == "-" {
+		b, err = io.ReadAll(io.LimitReader(e.stdin, 1<<20))
+	} else {
+		b, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return err
+	}
+	res, err := swarm.DialControl(control).Spawn(ctx, swarm.SpawnRequest{Capability: token, Envelope: b, Wait: wait})
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	var ce *swarm.ControlError
+	if errors.As(err, &ce) {
+		if werr := enc.Encode(ce); werr != nil {
+			return werr
+		}
+		return errSilent
+	}
+	if err != nil {
+		return err
+	}
+	return enc.Encode(res)
+}

@@ -1,0 +1,46 @@
+package swarm
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/apiary-dev/apiary/internal/board/connect"
+)
+
+// localBench returns a BenchConfig.Open on a fresh local board.
+func localBench(t *testing.T) func(ctx context.Context) (BenchClient, error) {
+	dsn := "local:" + filepath.Join(t.TempDir(), "state.db")
+	return func(ctx context.Context) (BenchClient, error) {
+		st, m, err := connect.OpenMetered(ctx, dsn, connect.Options{})
+		if err != nil {
+			return BenchClient{}, err
+		}
+		t.Cleanup(func() { st.Close() })
+		return BenchClient{Store: st, Counts: m.Counts}, nil
+	}
+}
+
+// TestBenchSwarmSmall drains a small simulated run both ways on the local
+// board: every task is worked exactly once, and the traffic is counted.
+func TestBenchSwarmSmall(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{BenchSelf, BenchCentral} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			res, err := BenchSwarm(t.Context(), BenchConfig{Mode: mode, Workers: 6, HostSize: 3, Tasks: 40,
+				Work: 5 * time.Millisecond, Shards: 2, Heartbeat: 200 * time.Millisecond, Open: localBench(t), Timeout: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.ExactlyOnce || res.Missing != 0 || res.Duplicated != 0 {
+				t.Fatalf("not exactly once: %+v", res)
+			}
+			if res.MessagesPerTask <= 0 || res.Counts.Txn == 0 || res.Hosts != 2 {
+				t.Fatalf("traffic not counted: %+v", res)
+			}
+			t.Logf("%s: drain %.2fs, %.1f claims/s, %.1f messages/task", mode, res.DrainS, res.ClaimsPerS, res.MessagesPerTask)
+		})
+	}
+}

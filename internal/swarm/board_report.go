@@ -1,0 +1,221 @@
+package swarm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/apiary-dev/apiary/internal/board"
+)
+
+// SwarmReport is a swarm run as the board tells it.
+type SwarmReport struct {
+	Run               string            `json:"run"`
+	Status            string            `json:"status"` // succeeded | failed | running
+	Remote            string            `json:"remote"`
+	IntegrationBranch string            `json:"integration_branch"`
+	StartHead         string            `json:"start_head"`
+	Tasks             []SwarmTaskReport `json:"tasks"`
+	Totals            SwarmTotals       `json:"totals"`
+	Merge             *MergeStats       `json:"merge,omitempty"`
+	Cooldown          bool              `json:"cooldown"`
+	Workers           []WorkerRecord    `json:"workers"`
+	Conflicts         []board.Conflict  `json:"conflicts"`
+	Hints             []board.Hint      `json:"hints"`
+	Hot               []HotFile         `json:"hot_files"`
+	Duplicates        []Duplicate       `json:"duplicates"`
+	Patterns          []IntentPattern   `json:"intent_patterns,omitempty"`
+}
+
+// SwarmTaskReport is one task of a SwarmReport.
+type SwarmTaskReport struct {
+	ID         string   `json:"id"`
+	Status     string   `json:"status"` // done | failed | cancelled | running | ready | pending
+	Attempts   int      `json:"attempts"`
+	Worker     string   `json:"worker,omitempty"`  // the last attempt's
+	Workers    []string `json:"workers,omitempty"` // every attempt's
+	Token      int64    `json:"token,omitempty"`
+	Commit     string   `json:"commit,omitempty"`
+	Integrated string   `json:"integrated,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
+}
+
+// SwarmTotals count a run's tasks by status.
+type SwarmTotals struct {
+	Tasks     int `json:"tasks"`
+	Done      int `json:"done"`
+	Failed    int `json:"failed"`
+	Cancelled int `json:"cancelled"`
+	Running   int `json:"running"`
+	Waiting   int `json:"waiting"` // ready or pending
+	Attempts  int `json:"attempts"`
+}
+
+// OK reports whether every task is done.
+func (r *SwarmReport) OK() bool { return r.Totals.Done == r.Totals.Tasks }
+
+// Task returns the report of task name, or a zero report.
+func (r *SwarmReport) Task(name string) SwarmTaskReport {
+	for _, t := range r.Tasks {
+		if t.ID == name {
+			return t
+		}
+	}
+	return SwarmTaskReport{}
+}
+
+// LoadSwarmReport reads run's report from the board.
+func LoadSwarmReport(ctx context.Context, st *board.Store, run string) (*SwarmReport, error) {
+	r, err := ReadSwarmRun(ctx, st, run)
+	if err != nil {
+		return nil, err
+	}
+	rep := &SwarmReport{Run: run, Remote: r.Remote, IntegrationBranch: r.IntegrationBranch, StartHead: r.StartHead,
+		Workers: []WorkerRecord{}, Conflicts: []board.Conflict{}, Hints: []board.Hint{}, Hot: []HotFile{}, Duplicates: []Duplicate{}}
+	tasks, err := runTasks(ctx, st, run)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]SwarmTaskReport{}
+	for _, t := range tasks {
+		p, err := decodePayload(t)
+		if err != nil {
+			return nil, err
+		}
+		tr := SwarmTaskReport{ID: p.Name, Status: string(t.Status), Attempts: t.Attempts, Worker: t.Worker, Workers: p.Workers,
+			Token: t.Token, Commit: p.Commit, Integrated: p.Integrated, Reason: p.Reason, Notes: p.Notes}
+		byName[p.Name] = tr
+		rep.Totals.Attempts += t.Attempts
+		switch t.Status {
+		case board.TaskDone:
+			rep.Totals.Done++
+		case board.TaskFailed:
+			rep.Totals.Failed++
+		case board.TaskCancelled:
+			rep.Totals.Cancelled++
+		case board.TaskRunning:
+			rep.Totals.Running++
+		default:
+			rep.Totals.Waiting++
+		}
+	}
+	for _, name := range r.Tasks {
+		if tr, ok := byName[name]; ok {
+			rep.Tasks = append(rep.Tasks, tr)
+		}
+	}
+	rep.Totals.Tasks = len(rep.Tasks)
+	switch {
+	case rep.Totals.Running+rep.Totals.Waiting > 0:
+		rep.Status = "running"
+	case rep.OK():
+		rep.Status = "succeeded"
+	default:
+		rep.Status = "failed"
+	}
+	if kv, err := st.Get(ctx, statsKey(run)); err == nil {
+		var ms MergeStats
+		if json.Unmarshal(kv.Value, &ms) == nil {
+			rep.Merge = &ms
+		}
+	}
+	if _, err := st.Get(ctx, cooldownKey(run)); err == nil {
+		rep.Cooldown = true
+	} else if !errors.Is(err, board.ErrNotFound) {
+		return nil, err
+	}
+	if err := listJSON(ctx, st, workersPrefix(run), &rep.Workers); err != nil {
+		return nil, err
+	}
+	if err := listJSON(ctx, st, mergePrefix(run)+"hot/", &rep.Hot); err != nil {
+		return nil, err
+	}
+	if err := listJSON(ctx, st, mergePrefix(run)+"dups/", &rep.Duplicates); err != nil {
+		return nil, err
+	}
+	if err := listJSON(ctx, st, archivePrefix(run), &rep.Patterns); err != nil {
+		return nil, err
+	}
+	conflicts, err := st.Conflicts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	types := map[string]bool{}
+	for _, c := range conflicts {
+		if slices.ContainsFunc(c.Tasks, func(t string) bool { return strings.HasPrefix(t, run+"/") }) {
+			rep.Conflicts = append(rep.Conflicts, c)
+			types[c.Type] = true
+		}
+	}
+	hints, err := st.Hints(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range hints {
+		if types[h.Type] {
+			rep.Hints = append(rep.Hints, h)
+		}
+	}
+	return rep, nil
+}
+
+// listJSON decodes every value under prefix into *out (a slice).
+func listJSON[T any](ctx context.Context, st *board.Store, prefix string, out *[]T) error {
+	kvs, _, err := st.List(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	for _, kv := range kvs {
+		var v T
+		if err := json.Unmarshal(kv.Value, &v); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrBadRun, kv.Key, err)
+		}
+		*out = append(*out, v)
+	}
+	return nil
+}
+
+// WriteText prints the report for people.
+func (r *SwarmReport) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "run %s (swarm): %s — %d/%d done, %d failed, %d cancelled, %d attempts\n", r.Run, r.Status,
+		r.Totals.Done, r.Totals.Tasks, r.Totals.Failed, r.Totals.Cancelled, r.Totals.Attempts)
+	fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPTS\tWORKER\tINTEGRATED\tCOMMIT\tREASON")
+	for _, t := range r.Tasks {
+		commit := t.Commit
+		if len(commit) > 12 {
+			commit = commit[:12]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", t.ID, t.Status, t.Attempts, t.Worker, orDash(t.Integrated), orDash(commit), clip(t.Reason, 60))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if m := r.Merge; m != nil {
+		fmt.Fprintf(w, "merge role %s: %d integrated in %d batches, %d rejected by checks, %d conflicts, %d with duplicates (%d rejected), %d stale, %d cool-downs\n",
+			m.Leader, m.Integrated, m.Batches, m.Rejected, m.Conflicts, m.Duplicates, m.DupRejected, m.Stale, m.Cooldowns)
+	}
+	for _, d := range r.Duplicates {
+		fmt.Fprintf(w, "duplicate (%s, %.2f): %s in %s (task %s) repeats %s in %s\n", d.Kind, d.Ratio, d.Func.Name, d.Func.File, d.Task, d.Of.Name, d.Of.File)
+	}
+	for _, h := range r.Hot {
+		fmt.Fprintf(w, "hot file %s: %d tasks wrote it; suggested task %s: %s\n", h.File, h.Touches, h.Suggestion.ID, h.Suggestion.Objective)
+	}
+	for _, h := range r.Hints {
+		fmt.Fprintf(w, "hint %s [%s]: %s\n", h.Type, h.State, h.Resolution)
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,399 @@
+package swarm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/apiary-dev/apiary/internal/board"
+	"github.com/apiary-dev/apiary/internal/git"
+)
+
+// emptyTree is git's id of the empty tree: a diff from it lists every file.
+const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+// maxIndexFiles bounds the files the utility index reads.
+const maxIndexFiles = 2000
+
+// maxUtils bounds the utility index published to workers.
+const maxUtils = 2000
+
+// scanIntegrated reads which tasks of the run the branch already holds, by
+// the trailers of its first-parent history since the run started.
+func (m *merger) scanIntegrated(ctx context.Context, head string) error {
+	log, err := m.repo.repo.FirstParentLog(ctx, m.env.run.StartHead, head)
+	if err != nil {
+		return err
+	}
+	for _, e := range log {
+		if r, _ := git.TrailerValue(e.Trailers, git.TrailerRun); r != m.env.run.Run {
+			continue
+		}
+		name, _ := git.TrailerValue(e.Trailers, git.TrailerTask)
+		tok, _ := git.TrailerValue(e.Trailers, TrailerFence)
+		n, err := strconv.ParseInt(tok, 10, 64)
+		if name != "" && err == nil {
+			m.integrated[taskID(m.env.run.Run, name)] = n
+		}
+	}
+	return nil
+}
+
+// buildIndex reads the functions of the repository at head into the
+// duplicate index and publishes the utility index.
+func (m *merger) buildIndex(ctx context.Context, head string) error {
+	changes, err := m.repo.repo.DiffNameStatus(ctx, emptyTree, head)
+	if err != nil {
+		return err
+	}
+	var files []string
+	for _, c := range changes {
+		if langOf(c.Path) != "" && !isTestFile(c.Path) {
+			files = append(files, c.Path)
+		}
+	}
+	if len(files) > maxIndexFiles {
+		files = files[:maxIndexFiles]
+	}
+	if err := m.indexFiles(ctx, head, files, ""); err != nil {
+		return err
+	}
+	return m.publishUtils(ctx)
+}
+
+// indexFiles adds the functions of files at rev to the index, attributed to
+// task ("" for code that predates the run).
+func (m *merger) indexFiles(ctx context.Context, rev string, files []string, task string) error {
+	if len(files) == 0 {
+		return nil
+	}
+	blobs, err := m.repo.repo.ReadBlobs(ctx, rev, files)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if src, ok := blobs[f]; ok {
+			for _, fn := range ExtractFuncs(f, src) {
+				m.index.add(fn, task)
+			}
+		}
+	}
+	return nil
+}
+
+func (m *merger) publishUtils(ctx context.Context) error {
+	var utils []UtilFunc
+	seen := map[string]bool{}
+	for _, e := range m.index.all {
+		k := e.f.File + "\x00" + e.f.Name
+		if seen[k] || !exported(e.f) {
+			continue
+		}
+		seen[k] = true
+		utils = append(utils, UtilFunc{Name: e.f.Name, File: e.f.File, Line: e.f.Line, Lang: e.f.Lang})
+	}
+	sort.Slice(utils, func(i, j int) bool {
+		if utils[i].File != utils[j].File {
+			return utils[i].File < utils[j].File
+		}
+		return utils[i].Line < utils[j].Line
+	})
+	if len(utils) > maxUtils {
+		utils = utils[:maxUtils]
+	}
+	_, err := m.env.st.Txn(ctx, board.Txn{If: []board.Cmp{m.lead.Guard()},
+		Then: []board.Op{board.PutOp(utilsKey(m.env.run.Run), mustJSON(utils), board.NoLease)}})
+	return err
+}
+
+// exported reports whether a function is worth offering for reuse: Go's
+// exported names, and other languages' names without a leading underscore.
+func exported(f Func) bool {
+	name := f.Name
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[i+1:]
+	}
+	if name == "" || name == "main" || name == "init" {
+		return false
+	}
+	if f.Lang == "go" {
+		return name[0] >= 'A' && name[0] <= 'Z'
+	}
+	return name[0] != '_'
+}
+
+// ReadUtils returns the utility index the run's merge role published.
+func ReadUtils(ctx context.Context, st *board.Store, run string) ([]UtilFunc, error) {
+	kv, err := st.Get(ctx, utilsKey(run))
+	if errors.Is(err, board.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []UtilFunc
+	if err := json.Unmarshal(kv.Value, &out); err != nil {
+		return nil, fmt.Errorf("%w: utility index: %v", ErrBadRun, err)
+	}
+	return out, nil
+}
+
+// duplicates reports the functions c adds that duplicate existing ones or
+// other workers' additions.
+func (m *merger) duplicates(ctx context.Context, c *Candidate) ([]Duplicate, error) {
+	var files []string
+	for _, p := range c.Paths {
+		if langOf(p) != "" && !isTestFile(p) {
+			files = append(files, p)
+		}
+	}
+	if len(files) == 0 {
+		return nil, nil
+	}
+	after, err := m.repo.repo.ReadBlobs(ctx, c.Commit, files)
+	if err != nil {
+		return nil, err
+	}
+	before, err := m.repo.repo.ReadBlobs(ctx, c.Base, files)
+	if err != nil {
+		return nil, err
+	}
+	var out []Duplicate
+	for _, f := range files {
+		old := map[string]string{}
+		for _, fn := range ExtractFuncs(f, before[f]) {
+			old[fn.Name] = fn.Hash
+		}
+		for _, fn := range ExtractFuncs(f, after[f]) {
+			if h, ok := old[fn.Name]; ok && h == fn.Hash {
+				continue // unchanged
+			}
+			if d, ok := m.index.find(fn, c.Task, m.opts.NearDup); ok {
+				d.Worker = c.Worker
+				out = append(out, d)
+			}
+		}
+	}
+	return out, nil
+}
+
+// publishDups records duplicate reports on the board.
+func (m *merger) publishDups(ctx context.Context, dups []Duplicate) {
+	var ops []board.Op
+	for _, d := range dups {
+		ops = append(ops, board.PutOp(dupKey(m.env.run.Run, d.Task, d.Func.File+":"+d.Func.Name), mustJSON(d), board.NoLease))
+		m.env.log.Info("duplicate function", "task", d.Task, "func", d.Func.Name, "file", d.Func.File, "of", d.Of.Name,
+			"of_file", d.Of.File, "kind", d.Kind, "ratio", d.Ratio)
+	}
+	if _, err := m.env.st.Txn(ctx, board.Txn{If: []board.Cmp{m.lead.Guard()}, Then: ops}); err != nil {
+		m.env.log.Warn("recording duplicates", "err", err)
+	}
+}
+
+// afterIntegration updates the indexes with a batch just integrated at
+// commit: functions, write statistics and hot files, and compacts the
+// intent log when due.
+func (m *merger) afterIntegration(ctx context.Context, acc []accepted, commit string) {
+	for _, a := range acc {
+		var files []string
+		for _, p := range a.c.Paths {
+			m.touches[p] = append(m.touches[p], a.c.Task)
+			if langOf(p) != "" && !isTestFile(p) {
+				m.index.removeFile(p)
+				files = append(files, p)
+			}
+		}
+		if err := m.indexFiles(ctx, commit, files, a.c.Task); err != nil {
+			m.env.log.Warn("indexing functions", "err", err)
+		}
+	}
+	if err := m.publishUtils(ctx); err != nil {
+		m.env.log.Warn("publishing the utility index", "err", err)
+	}
+	m.hotFiles(ctx)
+	if compactDue(m.logged, len(m.env.run.Tasks), m.opts.CompactShare) {
+		if err := m.compact(ctx); err != nil {
+			m.env.log.Warn("compacting intents", "err", err)
+		}
+	}
+}
+
+// HotFile is a file many tasks write, with a suggested task that splits it.
+type HotFile struct {
+	File       string    `json:"file"`
+	Touches    int       `json:"touches"`
+	Conflicts  int       `json:"conflicts"`
+	Tasks      []string  `json:"tasks"`
+	Suggestion SplitTask `json:"suggestion"`
+}
+
+// SplitTask is a suggested plan task.
+type SplitTask struct {
+	ID         string   `json:"id"`
+	Objective  string   `json:"objective"`
+	WriteScope []string `json:"write_scope"`
+}
+
+// hotFiles publishes files whose writers reach HotTouches (or that
+// conflicted twice), once each.
+func (m *merger) hotFiles(ctx context.Context) {
+	for file, tasks := range m.touches {
+		if m.hotDone[file] || len(tasks) < m.opts.HotTouches && m.fileConfl[file] < 2 {
+			continue
+		}
+		dir := path.Dir(file)
+		base := strings.TrimSuffix(path.Base(file), path.Ext(file))
+		id := "split-" + strings.Trim(strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+				return r
+			}
+			if r >= 'A' && r <= 'Z' {
+				return r + 'a' - 'A'
+			}
+			return '-'
+		}, base), "-")
+		scope := dir + "/"
+		if dir == "." {
+			scope = "."
+		}
+		h := HotFile{File: file, Touches: len(tasks), Conflicts: m.fileConfl[file], Tasks: slices.Clone(tasks),
+			Suggestion: SplitTask{ID: clip(id, 64), WriteScope: []string{scope},
+				Objective: fmt.Sprintf("Split %s into smaller files by responsibility, keeping its behaviour and API: %d tasks of this run wrote it (%d conflicts), so parallel work on it keeps colliding.", file, len(tasks), m.fileConfl[file])}}
+		if _, err := m.env.st.Txn(ctx, board.Txn{If: []board.Cmp{m.lead.Guard()},
+			Then: []board.Op{board.PutOp(hotKey(m.env.run.Run, file), mustJSON(h), board.NoLease)}}); err != nil {
+			m.env.log.Warn("recording a hot file", "file", file, "err", err)
+			continue
+		}
+		m.hotDone[file] = true
+		m.env.log.Info("hot file", "file", file, "touches", len(tasks), "suggestion", h.Suggestion.ID)
+	}
+}
+
+// compact folds the intent log into patterns under archive/ and deletes
+// the folded records.
+func (m *merger) compact(ctx context.Context) error {
+	run := m.env.run.Run
+	kvs, _, err := m.env.st.List(ctx, intentLogPrefix(run))
+	if err != nil {
+		return err
+	}
+	var ins []loggedIntent
+	for _, kv := range kvs {
+		var in loggedIntent
+		if json.Unmarshal(kv.Value, &in) == nil {
+			ins = append(ins, in)
+		}
+	}
+	pats := compactIntents(ins)
+	ops := []board.Op{}
+	for i, p := range pats {
+		key := archivePrefix(run) + fmt.Sprintf("%d-%03d", m.stats.Compactions, i)
+		ops = append(ops, board.PutOp(key, mustJSON(p), board.NoLease))
+	}
+	for _, kv := range kvs {
+		ops = append(ops, board.DeleteOp(kv.Key))
+	}
+	for len(ops) > 0 {
+		n := min(len(ops), 90)
+		if _, err := m.env.st.Txn(ctx, board.Txn{If: []board.Cmp{m.lead.Guard()}, Then: ops[:n]}); err != nil {
+			return err
+		}
+		ops = ops[n:]
+	}
+	m.stats.Compactions++
+	m.logged = 0
+	m.env.log.Info("intents compacted", "records", len(kvs), "patterns", len(pats))
+	return nil
+}
+
+// conflictInfo is why a candidate could not be merged.
+type conflictInfo struct {
+	kind  string // overlap | textual
+	paths []string
+}
+
+// conflict records an integration conflict, puts the task back to be
+// redone on the new head with the approved hints, and counts the files.
+func (m *merger) conflict(ctx context.Context, c *Candidate, t board.Task, p *swarmTask, head string, ci *conflictInfo) {
+	m.stats.Conflicts++
+	m.record(outcome{passed: false})
+	kind := ci.kind
+	if len(c.Declared) > 0 {
+		kind = "declared-" + kind
+	}
+	others, workers := m.writersSince(ctx, c.Base, head, ci.paths)
+	tasks := append([]string{c.Task}, others...)
+	rec := board.Conflict{Type: conflictType(kind, ci.paths), Tasks: tasks, Workers: append([]string{c.Worker}, workers...),
+		Files: ci.paths, Resolution: resolutionFor(kind, ci.paths)}
+	rc, first, err := m.env.st.RecordConflict(ctx, rec)
+	if err != nil {
+		m.env.log.Warn("recording a conflict", "task", c.Task, "err", err)
+	} else if first {
+		m.env.log.Info("first conflict of its type: a resolution hint awaits review", "type", rc.Type, "conflict", rc.ID)
+	}
+	for _, f := range ci.paths {
+		m.fileConfl[f]++
+	}
+	m.reject(ctx, c, t, p, fmt.Sprintf("%s conflict with the integration branch on %s; redo on the new head", kind, strings.Join(ci.paths, ", ")), false)
+}
+
+// writersSince names the run's tasks (and their workers) that changed paths
+// on the branch between base and head.
+func (m *merger) writersSince(ctx context.Context, base, head string, paths []string) (tasks, workers []string) {
+	log, err := m.repo.repo.FirstParentLog(ctx, base, head)
+	if err != nil {
+		return nil, nil
+	}
+	for _, e := range log {
+		name, _ := git.TrailerValue(e.Trailers, git.TrailerTask)
+		if name == "" || len(e.Parents) == 0 {
+			continue
+		}
+		changes, err := m.repo.repo.DiffNameStatus(ctx, e.Parents[0], e.ID)
+		if err != nil {
+			continue
+		}
+		if slices.ContainsFunc(changes, func(c git.Change) bool { return slices.Contains(paths, c.Path) }) {
+			tasks = append(tasks, taskID(m.env.run.Run, name))
+			if w, ok := git.TrailerValue(e.Trailers, TrailerWorker); ok {
+				workers = append(workers, w)
+			}
+		}
+	}
+	return tasks, workers
+}
+
+// conflictType classifies a conflict by its kind and the languages of the
+// files involved: "overlap:go", "textual:md+py".
+func conflictType(kind string, paths []string) string {
+	var langs []string
+	for _, p := range paths {
+		l := langOf(p)
+		if l == "" {
+			l = strings.TrimPrefix(path.Ext(p), ".")
+		}
+		if l == "" {
+			l = "file"
+		}
+		langs = append(langs, l)
+	}
+	slices.Sort(langs)
+	return kind + ":" + strings.Join(slices.Compact(langs), "+")
+}
+
+// resolutionFor proposes the hint a reviewer approves or rejects for a
+// conflict type.
+func resolutionFor(kind string, paths []string) string {
+	switch {
+	case strings.HasSuffix(kind, "overlap"):
+		return fmt.Sprintf("Another task changed %s after you started. Start from the integration head, keep its change, and re-apply only your task's intent; declare a file-scoped intent so overlaps surface at claim time.", strings.Join(paths, ", "))
+	default:
+		return fmt.Sprintf("Your change to %s does not merge with the integration head. Re-implement it on the head in small edits away from the lines the other task changed.", strings.Join(paths, ", "))
+	}
+}

@@ -1,0 +1,670 @@
+package swarm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apiary-dev/apiary/internal/board"
+	"github.com/apiary-dev/apiary/internal/envelope"
+)
+
+// A host is one worker process (`apiary worker`): it runs one or more
+// workers — identities with skills, an agent profile and slots — on the
+// runs published on a board. For each active run it keeps one lease (its
+// workers' registry entries, claim requests and grants are bound to it),
+// follows the run's feed of ready tasks with one watch, asks the shard
+// gatekeepers for the tasks its workers score best on, campaigns to be a
+// gatekeeper of every shard (and, if configured, the merge role), and runs
+// the tasks it is granted.
+
+// WorkerSpec is one worker identity a host runs.
+type WorkerSpec struct {
+	ID      string
+	Skills  []string
+	Profile string // the agent profile it runs tasks with
+	Slots   int    // tasks at once; default 1
+}
+
+// Executor does the work of a claimed task.
+type Executor interface {
+	Execute(ctx context.Context, j *Job) (Outcome, error)
+}
+
+// Job is one claimed attempt of a task.
+type Job struct {
+	Run      *SwarmRun
+	TaskID   string // board id (RUN/NAME)
+	Name     string
+	Attempt  int
+	Envelope *envelope.Envelope // the task's template
+	Tags     []string
+	WorkS    float64 // simulated work (benchmarks)
+	Worker   WorkerSpec
+	Claim    board.Claim
+	Hints    []board.Hint // approved resolution hints
+	Intent   *board.Intent
+	Declared []string // tasks this attempt declared a conflict with
+}
+
+// Outcome is how an attempt ended.
+type Outcome struct {
+	// Done: the task is complete with nothing to integrate (simulated work).
+	Done bool
+	// Candidate: finished work for the merge role to integrate.
+	Candidate *Candidate
+	// Failed: the attempt failed (the agent, a gate); the task is retried
+	// while it has attempts left. Gate marks a gate rejection.
+	Failed string
+	Gate   bool
+}
+
+// HostConfig configures RunHost.
+type HostConfig struct {
+	Store   *board.Store
+	Host    string // this process's id; default the first worker's
+	Workers []WorkerSpec
+	Exec    Executor
+	// Run restricts the host to one run; UntilFinished makes RunHost return
+	// once that run has finished.
+	Run           string
+	UntilFinished bool
+	// Merge, if set, makes the host a candidate for each run's merge role.
+	Merge *MergeConfig
+	// TTL is the host's lease (default 10s).
+	TTL    time.Duration
+	Policy PolicyConfig
+	// Load samples the machine's CPU load (0–1) once a second; nil: none.
+	Load   func() float64
+	Clock  board.Clock
+	Logger *slog.Logger
+}
+
+func (c *HostConfig) defaults() error {
+	if c.Store == nil || len(c.Workers) > 0 && c.Exec == nil || len(c.Workers) == 0 && c.Merge == nil {
+		return fmt.Errorf("%w: a host needs a store, and workers with an executor or the merge role", ErrConfig)
+	}
+	seen := map[string]bool{}
+	for i := range c.Workers {
+		w := &c.Workers[i]
+		if w.ID == "" || seen[w.ID] {
+			return fmt.Errorf("%w: worker ids must be unique and non-empty", ErrConfig)
+		}
+		seen[w.ID] = true
+		if w.Slots <= 0 {
+			w.Slots = 1
+		}
+	}
+	if c.Host == "" && len(c.Workers) > 0 {
+		c.Host = c.Workers[0].ID
+	}
+	if c.Host == "" {
+		return fmt.Errorf("%w: a host without workers needs a Host id", ErrConfig)
+	}
+	if c.TTL <= 0 {
+		c.TTL = 10 * time.Second
+	}
+	if c.Clock == nil {
+		c.Clock = board.SystemClock()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.UntilFinished && c.Run == "" {
+		return fmt.Errorf("%w: UntilFinished needs Run", ErrConfig)
+	}
+	return nil
+}
+
+// RunHost serves the board's active runs (or cfg.Run) until ctx ends, or,
+// with UntilFinished, until cfg.Run has finished.
+func RunHost(ctx context.Context, cfg HostConfig) error {
+	if err := cfg.defaults(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type served struct {
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	serving := map[string]*served{}
+	runs := map[string]*SwarmRun{}
+	updates, err := follow(ctx, cfg.Store, prefixRuns, func(ev board.Event) {
+		if ev.Type != board.EventPut {
+			return
+		}
+		if r, err := decodeRun(board.KV{Key: ev.Key, Value: ev.Value, ModRevision: ev.Revision}); err == nil {
+			runs[r.Run] = r
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for {
+		for id, r := range runs {
+			s := serving[id]
+			switch {
+			case cfg.Run != "" && id != cfg.Run:
+			case r.Status == RunActive && s == nil:
+				rctx, rcancel := context.WithCancel(ctx)
+				s = &served{cancel: rcancel, done: make(chan struct{})}
+				serving[id] = s
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer close(s.done)
+					serveRun(rctx, &cfg, r)
+				}()
+			case r.Status == RunFinished:
+				if s != nil {
+					s.cancel()
+				}
+				if cfg.UntilFinished && id == cfg.Run {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case f, ok := <-updates:
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return errors.New("swarm: the board's run watch ended")
+			}
+			f()
+		}
+	}
+}
+
+// serveRun serves one run until ctx ends, starting over after losing the
+// host lease.
+func serveRun(ctx context.Context, cfg *HostConfig, r *SwarmRun) {
+	for ctx.Err() == nil {
+		err := runHost(ctx, cfg, r)
+		if ctx.Err() != nil {
+			return
+		}
+		cfg.Logger.Warn("serving run again", "run", r.Run, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-cfg.Clock.After(time.Second):
+		}
+	}
+}
+
+// hostWorker is one worker's state, owned by the host loop.
+type hostWorker struct {
+	spec    WorkerSpec
+	busy    int
+	history History
+	recent  []bool // last attempts, newest last: true = succeeded
+	policy  *Policy
+	offers  map[string]grantNote // offered to it, waiting for a free slot
+	dirty   bool                 // registry entry out of date
+}
+
+func (w *hostWorker) free(bids int) int { return w.spec.Slots - w.busy - bids }
+
+type outBid struct {
+	worker *hostWorker
+	since  time.Time
+	shard  int
+}
+
+// hostRun is one host serving one run. Its fields belong to the loop
+// goroutine unless noted.
+type hostRun struct {
+	env     *runEnv
+	cfg     *HostConfig
+	sess    *board.Session
+	workers []*hostWorker
+	byID    map[string]*hostWorker
+
+	ready    map[string]readyNote // task -> announcement
+	shardOf  map[string]int       // task -> shard, for ready and open tasks
+	opens    map[string]bool
+	tried    map[string]time.Time // open tasks: when this host last tried one
+	grants   map[string]grantNote // grants to this host's workers, not yet started
+	started  map[string]bool      // tasks this host is working on
+	cooldown bool
+	bids     map[string]*outBid // task -> this host's request
+	feed     <-chan func()
+
+	results chan workResult
+	wg      sync.WaitGroup // work goroutines, gatekeepers, merge role
+}
+
+// workResult is a finished work goroutine's report.
+type workResult struct {
+	w    *hostWorker
+	task string
+	tags []string
+	ran  bool // an attempt actually ran
+	ok   bool
+}
+
+// bidTimeout is how long a claim request waits for a decision before the
+// worker withdraws it and asks again.
+const bidTimeout = 3 * time.Second
+
+func runHost(ctx context.Context, cfg *HostConfig, r *SwarmRun) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	env := &runEnv{st: cfg.Store, run: r, clock: cfg.Clock, log: cfg.Logger.With("run", r.Run, "host", cfg.Host), host: cfg.Host}
+	sess, err := cfg.Store.NewSession(ctx, cfg.TTL)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer ccancel()
+		_ = sess.Close(cctx)
+	}()
+	h := &hostRun{env: env, cfg: cfg, sess: sess, byID: map[string]*hostWorker{}, ready: map[string]readyNote{},
+		shardOf: map[string]int{}, opens: map[string]bool{}, tried: map[string]time.Time{}, grants: map[string]grantNote{}, started: map[string]bool{},
+		bids: map[string]*outBid{}, results: make(chan workResult)}
+	for _, spec := range cfg.Workers {
+		w := &hostWorker{spec: spec, policy: NewPolicy(cfg.Policy, cfg.Clock.Now), offers: map[string]grantNote{}, dirty: true}
+		h.workers = append(h.workers, w)
+		h.byID[spec.ID] = w
+	}
+	defer h.wg.Wait()
+	defer cancel()
+	if err := h.register(ctx); err != nil {
+		return err
+	}
+	for s := range r.Options.Shards {
+		h.spawn(func() {
+			h.campaign(ctx, shardRole(r.Run, s), func(lctx context.Context, l *board.Leadership) error {
+				return runGatekeeper(lctx, env, s, l)
+			})
+		})
+	}
+	if cfg.Merge != nil && r.Remote != "" {
+		h.spawn(func() {
+			h.campaign(ctx, mergeRole(r.Run), func(lctx context.Context, l *board.Leadership) error {
+				return runMerge(lctx, env, cfg.Merge, l)
+			})
+		})
+	}
+	feed, err := follow(ctx, cfg.Store, feedPrefix(r.Run), h.onFeed)
+	if err != nil {
+		return err
+	}
+	h.feed = feed
+	tick := time.Second / 10
+	nextLoad, nextRegister := cfg.Clock.Now(), cfg.Clock.Now()
+	for {
+		h.schedule(ctx)
+		now := cfg.Clock.Now()
+		if cfg.Load != nil && !now.Before(nextLoad) {
+			nextLoad = now.Add(time.Second)
+			load := cfg.Load()
+			for _, w := range h.workers {
+				was, _ := w.policy.Overloaded()
+				w.policy.ObserveCPU(load)
+				if over, _ := w.policy.Overloaded(); over != was {
+					w.dirty = true
+				}
+			}
+		}
+		if !now.Before(nextRegister) {
+			nextRegister = now.Add(time.Second)
+			if err := h.register(ctx); err != nil && ctx.Err() == nil {
+				env.log.Debug("refreshing the registry", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-sess.Done():
+			return fmt.Errorf("host lease lost: %w", ErrLost)
+		case f, ok := <-feed:
+			if !ok {
+				return errWatchEnded(ctx)
+			}
+			f()
+		case res := <-h.results:
+			h.finished(res)
+		case <-cfg.Clock.After(tick):
+		}
+	}
+}
+
+// drain applies whatever the feed has already delivered, so decisions are
+// made on the freshest view.
+func (h *hostRun) drain() {
+	for {
+		select {
+		case f, ok := <-h.feed:
+			if !ok {
+				return
+			}
+			f()
+		default:
+			return
+		}
+	}
+}
+
+// spawn runs f as a goroutine the host waits for.
+func (h *hostRun) spawn(f func()) {
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		f()
+	}()
+}
+
+// campaign keeps this host a candidate for role, serving it whenever it
+// leads, until ctx ends.
+func (h *hostRun) campaign(ctx context.Context, role string, serve func(context.Context, *board.Leadership) error) {
+	for ctx.Err() == nil {
+		l, err := h.env.st.Campaign(ctx, role, h.env.host, h.cfg.TTL)
+		if err != nil {
+			if ctx.Err() == nil {
+				h.env.log.Debug("campaign", "role", role, "err", err)
+				select {
+				case <-ctx.Done():
+				case <-h.env.clock.After(200 * time.Millisecond):
+				}
+			}
+			continue
+		}
+		h.env.log.Debug("leading", "role", role)
+		if err := serve(ctx, l); err != nil && ctx.Err() == nil {
+			h.env.log.Warn("role ended", "role", role, "err", err)
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = l.Resign(cctx)
+		cancel()
+	}
+}
+
+// register writes the workers' registry entries that changed, bound to the
+// host's lease.
+func (h *hostRun) register(ctx context.Context) error {
+	var ops []board.Op
+	now := h.env.clock.Now()
+	for _, w := range h.workers {
+		if !w.dirty {
+			continue
+		}
+		over, load := w.policy.Overloaded()
+		rec := WorkerRecord{Worker: w.spec.ID, Host: h.env.host, Skills: w.spec.Skills, Profile: w.spec.Profile,
+			Slots: w.spec.Slots, Busy: w.busy, History: w.history, Observing: w.policy.Observing(),
+			Scores: w.policy.Last(), Updated: now}
+		if over {
+			rec.Load = load
+		}
+		ops = append(ops, board.PutOp(workerKey(h.env.run.Run, w.spec.ID), mustJSON(rec), h.sess.Lease()))
+		w.dirty = false
+	}
+	for len(ops) > 0 {
+		n := min(len(ops), 96)
+		if _, err := h.env.st.Txn(ctx, board.Txn{Then: ops[:n]}); err != nil {
+			return err
+		}
+		ops = ops[n:]
+	}
+	return nil
+}
+
+// onFeed applies one change of the run's feed.
+func (h *hostRun) onFeed(ev board.Event) {
+	if ev.Key == cooldownKey(h.env.run.Run) {
+		h.cooldown = ev.Type == board.EventPut
+		return
+	}
+	rest := strings.TrimPrefix(ev.Key, feedPrefix(h.env.run.Run))
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 {
+		return
+	}
+	shard := 0
+	fmt.Sscanf(parts[0], "s%d", &shard)
+	task := unesc(parts[2])
+	put := ev.Type == board.EventPut
+	switch parts[1] {
+	case "ready":
+		if put {
+			var n readyNote
+			if json.Unmarshal(ev.Value, &n) == nil {
+				h.ready[task], h.shardOf[task] = n, shard
+			}
+			return
+		}
+		delete(h.ready, task)
+		// Decided: if our request lost, the worker may ask again.
+		if b := h.bids[task]; b != nil {
+			delete(h.bids, task)
+		}
+	case "open":
+		if put {
+			h.opens[task], h.shardOf[task] = true, shard
+		} else {
+			delete(h.opens, task)
+		}
+	case "grant":
+		if !put {
+			delete(h.grants, task)
+			for _, w := range h.workers {
+				delete(w.offers, task)
+			}
+			return
+		}
+		var g grantNote
+		if json.Unmarshal(ev.Value, &g) != nil || g.Host != h.env.host || h.byID[g.Worker] == nil {
+			return
+		}
+		h.shardOf[task] = shard
+		delete(h.bids, task)
+		h.grants[task] = g
+	}
+}
+
+// schedule starts granted work, takes open tasks and asks for more.
+func (h *hostRun) schedule(ctx context.Context) {
+	h.drain()
+	now := h.env.clock.Now()
+	run := h.env.run.Run
+	pending := map[*hostWorker]int{}
+	for t, b := range h.bids {
+		if now.Sub(b.since) > bidTimeout {
+			delete(h.bids, t)
+			h.withdraw(ctx, t, b)
+			continue
+		}
+		pending[b.worker]++
+	}
+	// Grants first: the gatekeeper chose these workers.
+	for task, g := range h.grants {
+		w := h.byID[g.Worker]
+		if h.started[task] {
+			continue
+		}
+		if w.free(0) <= 0 {
+			w.offers[task] = g // an offer waits for a free slot
+			continue
+		}
+		delete(h.grants, task)
+		h.start(ctx, w, task, g.Score, grantKey(run, h.shardOf[task], task))
+	}
+	if h.cooldown {
+		return
+	}
+	// Open tasks: anyone may take them (one try a second each: a task taken
+	// elsewhere stays listed until its gatekeeper tidies up).
+	for task := range h.opens {
+		if h.started[task] || now.Sub(h.tried[task]) < time.Second {
+			continue
+		}
+		h.tried[task] = now
+		for _, w := range h.workers {
+			if w.free(pending[w]) > 0 && !w.policy.Observing() {
+				h.start(ctx, w, task, 0, openKey(run, h.shardOf[task], task))
+				break
+			}
+		}
+	}
+	// Ask for ready tasks, best first, one request per free slot.
+	if len(h.ready) == 0 {
+		return
+	}
+	order := make([]string, 0, len(h.ready))
+	for t := range h.ready {
+		if h.bids[t] == nil && !h.started[t] {
+			order = append(order, t)
+		}
+	}
+	if len(order) == 0 {
+		return // nothing to decide: no score
+	}
+	sort.Slice(order, func(i, j int) bool {
+		a, b := h.ready[order[i]], h.ready[order[j]]
+		if a.Prio != b.Prio {
+			return a.Prio > b.Prio
+		}
+		return order[i] < order[j]
+	})
+	// The snapshot is the view as of now, every delivered change applied;
+	// scores computed from it go stale if deciding takes too long.
+	snap := Snapshot{At: now, Ready: len(order), Workers: len(h.workers), Cooldown: h.cooldown}
+	var ops []board.Op
+	taken := map[string]bool{}
+	for _, w := range h.workers {
+		for w.free(pending[w]) > 0 {
+			s := snap
+			s.Idle = w.free(pending[w])
+			s.Recent, s.Failed = len(w.recent), countBool(w.recent, false)
+			sc := w.policy.Score("bid", s)
+			if !w.policy.Act(sc) {
+				break
+			}
+			best, bestScore := "", -1.0
+			for i, scanned := 0, 0; i < len(order) && scanned < 32; i++ {
+				t := order[i]
+				n := h.ready[t]
+				if taken[t] || !Matches(w.spec.Skills, n.Tags) {
+					continue
+				}
+				scanned++
+				if c := Competence(w.spec.Skills, w.spec.Profile, w.history, n.Tags, n.Agent); c > bestScore {
+					best, bestScore = t, c
+				}
+			}
+			if best == "" {
+				break
+			}
+			taken[best] = true
+			shard := h.shardOf[best]
+			ops = append(ops, board.PutOp(bidKey(run, shard, best, w.spec.ID),
+				mustJSON(bidNote{Task: best, Worker: w.spec.ID, Host: h.env.host, Score: bestScore}), h.sess.Lease()))
+			h.bids[best] = &outBid{worker: w, since: now, shard: shard}
+			pending[w]++
+		}
+	}
+	if len(ops) == 0 {
+		return
+	}
+	// The requests are only as good as the view they were decided on: a
+	// view older than the policy allows counts for nothing.
+	if h.env.clock.Now().Sub(snap.At) > h.workers[0].policy.cfg.StaleAfter {
+		for _, op := range ops {
+			delete(h.bids, bidTask(op.Key))
+		}
+		return
+	}
+	for len(ops) > 0 {
+		n := min(len(ops), 96)
+		if _, err := h.env.st.Txn(ctx, board.Txn{Then: ops[:n]}); err != nil && ctx.Err() == nil {
+			h.env.log.Debug("claim requests", "err", err)
+			for _, op := range ops[:n] {
+				delete(h.bids, bidTask(op.Key))
+			}
+		}
+		ops = ops[n:]
+	}
+}
+
+// bidTask extracts the task from a bid key.
+func bidTask(key string) string {
+	parts := strings.Split(key, "/")
+	return unesc(parts[len(parts)-2])
+}
+
+func countBool(bs []bool, v bool) int {
+	n := 0
+	for _, b := range bs {
+		if b == v {
+			n++
+		}
+	}
+	return n
+}
+
+// withdraw deletes a request that waited too long.
+func (h *hostRun) withdraw(ctx context.Context, task string, b *outBid) {
+	_, err := h.env.st.Txn(ctx, board.Txn{Then: []board.Op{board.DeleteOp(bidKey(h.env.run.Run, b.shard, task, b.worker.spec.ID))}})
+	if err != nil && ctx.Err() == nil {
+		h.env.log.Debug("withdrawing a claim request", "task", task, "err", err)
+	}
+}
+
+// start runs one attempt of task for w in a goroutine.
+func (h *hostRun) start(ctx context.Context, w *hostWorker, task string, score float64, via string) {
+	w.busy++
+	w.dirty = true
+	h.started[task] = true
+	delete(w.offers, task)
+	h.spawn(func() {
+		res := h.work(ctx, w, task, score, via)
+		select {
+		case h.results <- res:
+		case <-ctx.Done():
+		}
+	})
+}
+
+// finished takes a work goroutine's report.
+func (h *hostRun) finished(res workResult) {
+	w := res.w
+	w.busy--
+	w.dirty = true
+	delete(h.started, res.task)
+	if res.ran {
+		w.history.record(res.tags, res.ok)
+		w.recent = append(w.recent, res.ok)
+		if len(w.recent) > 10 {
+			w.recent = w.recent[1:]
+		}
+	}
+	// An offer that waited for this slot.
+	for task, g := range w.offers {
+		if !h.started[task] {
+			h.grants[task] = g
+		}
+		break
+	}
+}
+
+// unesc reverses esc; a malformed segment is returned as is.
+func unesc(s string) string {
+	if u, err := url.PathUnescape(s); err == nil {
+		return u
+	}
+	return s
+}

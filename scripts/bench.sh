@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The long benchmarks behind `make bench`. Each prints its own progress on
+# stderr and its table on stdout; docs/benchmarks.md records the numbers with
+# the command that produced them. Set SCALE to shorten the gateway scenarios
+# (1 = the evaluation's real 60-second windows).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-bin/apiary}
+SCALE=${SCALE:-0.1}
+out=${OUT:-bench-results}
+mkdir -p "$out"
+
+run() {
+	local name=$1
+	shift
+	echo "== $name: $*" >&2
+	"$@" | tee "$out/$name.txt"
+}
+
+run llmfake "$BIN" bench llmfake --duration 5s --concurrency 64
+run gateway-overhead "$BIN" bench overhead --duration 10s --rate 1000 --streams 1000
+run gateway-scenarios "$BIN" bench gateway --variant all --time-scale "$SCALE"
+run gateway-ablations "$BIN" bench gateway --scenario stress,replay-11 --no-direct --ablate retry --time-scale "$SCALE"
+run go-benchmarks go test -run '^$' -bench . -benchtime 1s \
+	./internal/sse ./internal/llmapi ./internal/sched ./internal/gateway ./internal/capability ./internal/durable ./internal/plan
+echo "results in $out/" >&2
