@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"runtime"
 	"slices"
 	"strings"
@@ -23,7 +25,7 @@ import (
 
 // overheadPhase is one path of `apiary bench overhead`.
 type overheadPhase struct {
-	Path       string  `json:"path"` // direct or gateway
+	Path       string  `json:"path"` // direct, proxy or gateway
 	Stream     bool    `json:"stream"`
 	Requests   int64   `json:"requests"`
 	Errors     int64   `json:"errors"`
@@ -35,29 +37,37 @@ type overheadPhase struct {
 
 // overheadResult is the whole report.
 type overheadResult struct {
-	Rate            int             `json:"rate_per_s"`
-	Seconds         float64         `json:"seconds_per_phase"`
-	Phases          []overheadPhase `json:"phases"`
-	AddedP50us      float64         `json:"added_p50_us"`
-	AddedP99us      float64         `json:"added_p99_us"`
-	AddedStreamP50  float64         `json:"added_stream_p50_us"`
-	AddedStreamP99  float64         `json:"added_stream_p99_us"`
-	AddedCPUPerReq  float64         `json:"added_cpu_us_per_req"`
-	Streams         int             `json:"concurrent_streams"`
-	StreamErrors    int64           `json:"stream_errors"`
-	HeapPerStreamKB float64         `json:"gateway_heap_kib_per_stream"`
+	Rate           int             `json:"rate_per_s"`
+	Seconds        float64         `json:"seconds_per_phase"`
+	Phases         []overheadPhase `json:"phases"`
+	AddedP50us     float64         `json:"added_p50_us"`
+	AddedP99us     float64         `json:"added_p99_us"`
+	AddedStreamP50 float64         `json:"added_stream_p50_us"`
+	AddedStreamP99 float64         `json:"added_stream_p99_us"`
+	AddedCPUPerReq float64         `json:"added_cpu_us_per_req"`
+	// Beyond a bare httputil.ReverseProxy: the gateway's own work, without
+	// the cost of any extra HTTP hop.
+	OverProxyP50us     float64 `json:"over_proxy_p50_us"`
+	OverProxyP99us     float64 `json:"over_proxy_p99_us"`
+	OverProxyStreamP50 float64 `json:"over_proxy_stream_p50_us"`
+	OverProxyStreamP99 float64 `json:"over_proxy_stream_p99_us"`
+	OverProxyCPUPerReq float64 `json:"over_proxy_cpu_us_per_req"`
+	Streams            int     `json:"concurrent_streams"`
+	StreamErrors       int64   `json:"stream_errors"`
+	HeapPerStreamKB    float64 `json:"gateway_heap_kib_per_stream"`
 }
 
 func benchOverheadCommand() *command {
 	return &command{
 		name:    "overhead",
 		summary: "measure the latency, CPU and memory the gateway adds, against the same load direct",
-		help: `overhead starts llmfake (no latency, no limits) and a gateway in front of it,
+		help: `overhead starts llmfake (no latency, no limits), a gateway in front of it and,
+as the floor any proxy hop costs, a bare httputil.ReverseProxy in front of it,
 in-process on loopback, and sends the same open-loop load (requests started at a
-fixed rate whatever the answers do) to both, alternating one-second blocks so
-both paths see the same machine. It reports each path's latency percentiles and
+fixed rate whatever the answers do) to the three, alternating one-second blocks
+so all paths see the same machine. It reports each path's latency percentiles and
 CPU per request, and the difference: the gateway's added latency (p50, p99) and
-CPU, non-streaming and streaming. Then it holds --streams concurrent streams open
+CPU, non-streaming and streaming, over direct and over the bare proxy. Then it holds --streams concurrent streams open
 through each path and reports the gateway's extra heap per in-flight stream.
 
 Latency is measured from sending a request to reading its whole body. CPU is the
@@ -90,6 +100,8 @@ so the difference between the paths is the gateway's own cost.`,
 				tw.Flush()
 				fmt.Fprintf(e.stdout, "\nadded by the gateway at %d req/s: p50 %.0f µs, p99 %.0f µs (streaming: p50 %.0f µs, p99 %.0f µs), CPU %.1f µs/request\n",
 					res.Rate, res.AddedP50us, res.AddedP99us, res.AddedStreamP50, res.AddedStreamP99, res.AddedCPUPerReq)
+				fmt.Fprintf(e.stdout, "beyond a bare reverse proxy: p50 %.0f µs, p99 %.0f µs (streaming: p50 %.0f µs, p99 %.0f µs), CPU %.1f µs/request\n",
+					res.OverProxyP50us, res.OverProxyP99us, res.OverProxyStreamP50, res.OverProxyStreamP99, res.OverProxyCPUPerReq)
 				if res.Streams > 0 {
 					fmt.Fprintf(e.stdout, "%d concurrent streams: %d errors, gateway heap %.1f KiB per in-flight stream\n", res.Streams, res.StreamErrors, res.HeapPerStreamKB)
 				}
@@ -126,7 +138,21 @@ func runOverhead(ctx context.Context, rate int, secs time.Duration, streams int,
 	gsrv := &http.Server{Handler: g}
 	go func() { _ = gsrv.Serve(gl) }()
 	defer gsrv.Close()
-	targets := map[string]string{"direct": fsrv.URL, "gateway": "http://" + gl.Addr().String()}
+	fu, err := url.Parse(fsrv.URL)
+	if err != nil {
+		return res, err
+	}
+	bare := httputil.NewSingleHostReverseProxy(fu)
+	bare.FlushInterval = -1
+	bl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return res, err
+	}
+	bsrv := &http.Server{Handler: bare}
+	go func() { _ = bsrv.Serve(bl) }()
+	defer bsrv.Close()
+	paths := []string{"direct", "proxy", "gateway"}
+	targets := map[string]string{"direct": fsrv.URL, "proxy": "http://" + bl.Addr().String(), "gateway": "http://" + gl.Addr().String()}
 
 	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 2048, DisableCompression: true}
 	defer tr.CloseIdleConnections()
@@ -136,13 +162,13 @@ func runOverhead(ctx context.Context, rate int, secs time.Duration, streams int,
 		if stream {
 			body = strings.Replace(body, `"max_tokens":64,`, `"max_tokens":64,"stream":true,`, 1)
 		}
-		phases := map[string]*overheadRec{"direct": {}, "gateway": {}}
-		// Warm both paths' connection pools.
-		for _, p := range []string{"direct", "gateway"} {
+		phases := map[string]*overheadRec{"direct": {}, "proxy": {}, "gateway": {}}
+		// Warm every path's connection pool.
+		for _, p := range paths {
 			openLoop(ctx, client, targets[p], body, rate, 500*time.Millisecond, &overheadRec{})
 		}
 		for i := 0; i < int(secs/time.Second); i++ {
-			for _, p := range []string{"direct", "gateway"} {
+			for _, p := range paths {
 				if err := ctx.Err(); err != nil {
 					return res, err
 				}
@@ -150,17 +176,20 @@ func runOverhead(ctx context.Context, rate int, secs time.Duration, streams int,
 			}
 			fmt.Fprintf(progress, "bench overhead: stream=%v %d/%d s\n", stream, i+1, int(secs/time.Second))
 		}
-		var p50, p99 [2]float64
-		for i, p := range []string{"direct", "gateway"} {
-			ph := phases[p].phase(p, stream)
-			res.Phases = append(res.Phases, ph)
-			p50[i], p99[i] = ph.P50us, ph.P99us
+		var ph [3]overheadPhase
+		for i, p := range paths {
+			ph[i] = phases[p].phase(p, stream)
+			res.Phases = append(res.Phases, ph[i])
 		}
+		d, b, g := ph[0], ph[1], ph[2]
 		if stream {
-			res.AddedStreamP50, res.AddedStreamP99 = p50[1]-p50[0], p99[1]-p99[0]
+			res.AddedStreamP50, res.AddedStreamP99 = g.P50us-d.P50us, g.P99us-d.P99us
+			res.OverProxyStreamP50, res.OverProxyStreamP99 = g.P50us-b.P50us, g.P99us-b.P99us
 		} else {
-			res.AddedP50us, res.AddedP99us = p50[1]-p50[0], p99[1]-p99[0]
-			res.AddedCPUPerReq = res.Phases[1].CPUPerReq - res.Phases[0].CPUPerReq
+			res.AddedP50us, res.AddedP99us = g.P50us-d.P50us, g.P99us-d.P99us
+			res.AddedCPUPerReq = g.CPUPerReq - d.CPUPerReq
+			res.OverProxyP50us, res.OverProxyP99us = g.P50us-b.P50us, g.P99us-b.P99us
+			res.OverProxyCPUPerReq = g.CPUPerReq - b.CPUPerReq
 		}
 	}
 	if streams > 0 {

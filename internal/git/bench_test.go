@@ -61,6 +61,30 @@ func BenchmarkWorktreeAdd10k(b *testing.B) {
 	}
 }
 
+// BenchmarkWriteFiles10k is the floor BenchmarkWorktreeAdd10k is compared
+// with in the same run: creating the same 10,000 files and 100 directories
+// with os.WriteFile, which is what any checkout must at least do.
+func BenchmarkWriteFiles10k(b *testing.B) {
+	root := b.TempDir()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		dir := filepath.Join(root, fmt.Sprintf("t%d", i))
+		i++
+		for j := range 10000 {
+			p := filepath.Join(dir, fmt.Sprintf("pkg%02d", j%100), fmt.Sprintf("file%05d.go", j))
+			if j < 100 {
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(p, []byte(fmt.Sprintf("package pkg\n\n// File %d.\nconst C%d = %d\n", j, j, j)), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
 // BenchmarkWorktreeLifecycle10k measures a task's whole worktree lifecycle:
 // add, remove --force, branch -D.
 func BenchmarkWorktreeLifecycle10k(b *testing.B) {
