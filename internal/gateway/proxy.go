@@ -169,22 +169,6 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	c.outHeader = out.Header.Clone()
 }
 
-// keepPlace decides what becomes of the rate reservation of an attempt the
-// upstream did not charge. Against fixed windows the retry keeps it: its
-// place in the current window is still ours, and a new reservation could
-// land a whole window later. Against a continuous bucket it is returned and
-// the retry reserves anew: a place has no value there, and the old
-// reservation's send mark would make the server's next figures look as if
-// every request sent since had not been counted, starving the bucket
-// (bench gateway replay-11/bucket: ×1.5 the bound with it, ×1.1 without).
-func keepPlace(up *upstream, res *sched.Reservation, now time.Time) *sched.Reservation {
-	if res == nil || !up.continuous.Load() {
-		return res
-	}
-	res.Cancel(now)
-	return nil
-}
-
 // roundTrip sends one request with admission, pacing, the breaker and
 // transparent retries. It returns the final response: a success with its
 // admission ticket and rate reservation still held (settled when the body
@@ -272,10 +256,10 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 		attempt.Body = io.NopCloser(bytes.NewReader(c.body))
 		attempt.ContentLength = int64(len(c.body))
 		attempt.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(c.body)), nil }
-		if res != nil {
-			res.Sent()
-		}
 		sent := g.now()
+		if res != nil {
+			res.Resend(sent) // marks the first send; a carried retry's again
+		}
 		resp, err := g.cfg.Transport.RoundTrip(attempt)
 		if err == nil && resp.StatusCode < 400 && !c.info.Stream {
 			// Buffer a JSON answer whole, so that a connection that breaks
@@ -295,7 +279,7 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 			// request never reached the API's limiter; the retry keeps its
 			// place. If it was counted after all, the server's next headers
 			// say so.
-			carry = keepPlace(up, res, now)
+			carry = res
 			if permit != nil {
 				permit.Record(now, false)
 			}
@@ -351,7 +335,7 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 			case f.Class == llmapi.ClassServer || f.Class == llmapi.ClassTimeout:
 				// An edge failure (a load balancer's 502): not charged;
 				// the retry keeps its place.
-				carry = keepPlace(up, res, now)
+				carry = res
 			default:
 				// Refused before any work (429, 529 overload, 4xx):
 				// nothing was charged, but a 429's pause still holds.

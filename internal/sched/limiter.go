@@ -104,6 +104,9 @@ type Reservation struct {
 	seq    [numDims]float64
 	sent   [numDims]float64
 	marked bool
+	// resentAt is when the request last went again after a try the server
+	// did not charge (see Resend); zero if it went once.
+	resentAt time.Time
 }
 
 // Sent marks the moment the request goes to the server. Call it just
@@ -123,6 +126,33 @@ func (r *Reservation) Sent() {
 		b.sent += float64(r.cost.of(d))
 		r.sent[d] = b.sent
 	}
+}
+
+// Resend marks that the request goes to the server again, at now, after a
+// try the server did not charge (a connection reset, an edge 502): the
+// retry keeps the reservation, and so its place. The server counts the
+// request only now, after every request sent in between, so the next
+// figures it reports are read relative to this send, not the first: in a
+// continuous bucket, reading them relative to the first send would take
+// every request sent since as one the server had not seen yet, and lower
+// the balance by that many. (Fixed windows keep the first send's time: the
+// debit stays in the window it was placed in.) Resend on a reservation
+// never marked Sent marks it.
+func (r *Reservation) Resend(now time.Time) {
+	if r.l == nil || r.done {
+		return
+	}
+	if !r.marked {
+		r.Sent()
+		return
+	}
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	for d := range numDims {
+		// The first send is already in the counter; this one replaces it.
+		r.sent[d] = r.l.b[d].sent
+	}
+	r.resentAt = now
 }
 
 // Reserve debits c (the estimate: input tokens, and max_tokens for output)
@@ -254,7 +284,11 @@ func (r *Reservation) Observe(d Dim, limit, remaining int64, reset time.Time) {
 	if r.marked {
 		after = r.sent[d]
 	}
-	r.l.b[d].observe(limit, remaining, reset, r.ReadyAt, float64(r.cost.of(d)), after, r.marked)
+	sent := r.ReadyAt
+	if !r.resentAt.IsZero() && r.l.b[d].mode == Continuous && r.resentAt.After(sent) {
+		sent = r.resentAt
+	}
+	r.l.b[d].observe(limit, remaining, reset, sent, float64(r.cost.of(d)), after, r.marked)
 }
 
 // PauseUntil admits nothing before t, in dimension d or in all of them

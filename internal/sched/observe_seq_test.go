@@ -149,3 +149,38 @@ func TestCancelFreesCurrentWindow(t *testing.T) {
 		t.Fatal("a second priority request found room in a full window")
 	}
 }
+
+// TestResendReadsFiguresFromTheRetry: a request whose first try the server
+// did not charge goes again later with the same reservation; the server's
+// figures in the answer to the retry already count every request sent in
+// between, so they must not be taken as unseen (which would lower the
+// balance by that many, for good, in a continuous bucket).
+func TestResendReadsFiguresFromTheRetry(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, resend := range []bool{true, false} {
+		l := NewLimiter(LimiterConfig{Requests: Rate{Limit: 10, Per: time.Minute}, Refill: Continuous})
+		var rs [3]Reservation
+		for i := range rs {
+			rs[i] = l.Reserve(now, Cost{Requests: 1})
+		}
+		rs[0].Sent() // reset before the server counted it
+		rs[1].Sent()
+		rs[2].Sent()
+		later := now.Add(time.Second)
+		if resend {
+			rs[0].Resend(later)
+		}
+		// The server counted rs[1], rs[2] and then the retry: 7 left.
+		rs[0].Observe(Requests, 10, 7, time.Time{})
+		got := l.Stats(Requests, later).Available
+		if resend && got < 7 {
+			t.Errorf("after Resend: available %.2f, want at least the server's 7", got)
+		}
+		if !resend && got > 5.5 {
+			// Without Resend the figures read as if rs[1] and rs[2] were
+			// unseen: this documents the error Resend removes.
+			t.Errorf("without Resend: available %.2f, want about 5", got)
+		}
+	}
+}
