@@ -203,6 +203,19 @@ func serveDash(ctx context.Context, e *env, addr string, src dashboard.Sources) 
 	}, nil
 }
 
+// workerDash serves, for a worker (--dash ADDR), the dashboard's board
+// panels — workers, claims, conflicts and resolution hints, with approve
+// and reject — read from the worker's board st. stop ends it; with addr ""
+// it does nothing.
+func workerDash(ctx context.Context, e *env, addr string, st *board.Store) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	bv := boardView{st: st}
+	_, stop, err = serveDash(ctx, e, addr, dashboard.Sources{Board: bv, Hints: bv})
+	return stop, err
+}
+
 // tracingFromEnv sets up OpenTelemetry tracing when the standard OTLP
 // variables name an endpoint (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else
 // OTEL_EXPORTER_OTLP_ENDPOINT); otherwise tracing is off.
@@ -215,10 +228,14 @@ func tracingFromEnv(ctx context.Context, e *env, service string) (*telemetry.Tra
 }
 
 // observeRun wires a run's telemetry — runtime metrics, a trace per run
-// when OTLP is configured — and, with dashAddr, a dashboard that the run's
-// events refresh at once. It sets cfg.OnEvent; stop ends it all (spans are
-// exported then).
-func observeRun(ctx context.Context, e *env, root, dashAddr string, cfg *swarm.Config) (stop func(), err error) {
+// when OTLP is configured, the runtime's warnings logged on stderr with the
+// run's id (unless cfg.Logger is set) — and, with dashAddr, a dashboard
+// that the run's events refresh at once. It sets cfg.OnEvent; stop ends it
+// all (spans are exported then).
+func observeRun(ctx context.Context, e *env, root, runID, dashAddr string, cfg *swarm.Config) (stop func(), err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = telemetry.NewLogger(e.stderr, telemetry.LogOptions{Level: slog.LevelWarn}).With(telemetry.KeyRun, runID)
+	}
 	tracing, err := tracingFromEnv(ctx, e, "apiary-run")
 	if err != nil {
 		return nil, err

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,6 +74,11 @@ func (w *devtoolsWriter) String() string {
 func startChromium(t *testing.T) string {
 	t.Helper()
 	bin := envtest.Command(t, "chromium")
+	ver, err := exec.CommandContext(t.Context(), bin, "--version").Output()
+	if err != nil || !strings.Contains(string(ver), "Chromium") {
+		t.Fatalf("%s --version: %v %q: not Chromium (scripts/deps.sh installs Debian's)", bin, err, ver)
+	}
+	t.Logf("browser: %s, %s", bin, strings.TrimSpace(string(ver)))
 	cmd := exec.CommandContext(t.Context(), bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
 		"--disable-component-update", "--disable-sync", "--no-first-run", "--no-default-browser-check",
 		"--user-data-dir="+t.TempDir(), "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
@@ -141,6 +148,21 @@ func screenshot(t *testing.T, ctx context.Context, paths ...string) {
 	}
 }
 
+// click clicks the element sel names with the mouse. The page redraws
+// the run as events arrive, so the element found may be replaced before
+// the click lands; then it is looked up again, a few times.
+func click(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	var err error
+	for range 20 {
+		if err = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("click %s: %v", sel, err)
+}
+
 // focused describes the focused element.
 type focused struct {
 	Tag  string `json:"tag"`
@@ -177,11 +199,13 @@ func nodeIs(task, status string) string {
 	return fmt.Sprintf(`(document.querySelector('.node[data-task=%q]') || {dataset: {}}).dataset.status === %q`, task, status)
 }
 
-// TestDashBrowser drives the dashboard in headless Chromium during a run
-// of command agents that sleep: it watches the DAG progress live over SSE,
-// opens a task, walks the page with the keyboard and approves a pending
-// resolution hint with it, cancels a running task through the confirm
-// dialog, and checks the run's files and the board afterwards.
+// TestDashBrowser drives the dashboard in Debian's headless Chromium
+// during a run of command agents that sleep: it watches the DAG progress
+// live over SSE, reads the run's /metrics, opens a task, walks the page
+// with the keyboard and approves a pending resolution hint with it,
+// approves an escrowed operation, sees a simulator plot, cancels a running
+// task through the confirm dialog, measures the page weight, and checks
+// the run's files, the escrow queue and the board afterwards.
 func TestDashBrowser(t *testing.T) {
 	t.Parallel()
 	envtestGit(t)
@@ -202,6 +226,31 @@ func TestDashBrowser(t *testing.T) {
 	if _, first, err := st.RecordConflict(t.Context(), board.Conflict{Type: "readme-overlap", Tasks: []string{"left", "right"},
 		Files: []string{"README.md"}, Resolution: "keep both sections, left's first"}); err != nil || !first {
 		t.Fatalf("conflict: %v %v", first, err)
+	}
+
+	// A simulator plot where the dashboard looks for plots.
+	plot, err := os.ReadFile(filepath.Join(envtest.ModuleRoot(t), "docs", "plots", "swarm-makespan.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(repo, swarm.StateDir, "plots"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, swarm.StateDir, "plots", "swarm-makespan.svg"), plot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// An escrowed operation of another run waits for a human.
+	esc, err := json.Marshal(swarm.EscrowRequest{ID: "push-1", Run: "20260101-000000-abcdef", Task: "release", Kind: "command",
+		Operation: "git push origin main", Chain: []string{"release", "root"}, State: swarm.EscrowPending, Created: time.Now().UTC()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(repo, swarm.StateDir, "escrow"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, swarm.StateDir, "escrow", "push-1.json"), esc, 0o644); err != nil {
+		t.Fatal(err)
 	}
 
 	runCtx, stopRun := context.WithCancel(t.Context())
@@ -249,11 +298,18 @@ func TestDashBrowser(t *testing.T) {
 		t.Errorf("%d critical edges drawn, want 2", n)
 	}
 	screenshot(t, ctx, filepath.Join(shots, "dashboard-running.png"))
+	// The run's Prometheus metrics, served beside the page, counted the
+	// four tasks done so far and slow's attempt still running.
+	metrics := httpGet(t, base+"/metrics")
+	for _, want := range []string{`apiary_runtime_tasks_done_total{status="succeeded"} 4`, `apiary_runtime_attempts_running{role="worker"} 1`,
+		`apiary_runtime_attempts_started_total{role="worker"} 5`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 
 	// Open a task.
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.node[data-task="left"]`))); err != nil {
-		t.Fatal(err)
-	}
+	click(t, ctx, `.node[data-task="left"]`)
 	waitJS(t, ctx, "left's details", `document.getElementById("task-h").textContent === "Task left" && document.querySelector("#task-body pre") !== null`)
 	detail := js[string](t, ctx, `document.getElementById("task-body").innerText`)
 	for _, want := range []string{"Fencing token", "Lease", "Every gate passed.", "left.txt", "+1", "test -f left.txt", "left done", "Write left.txt.", "Integrated"} {
@@ -323,6 +379,22 @@ func TestDashBrowser(t *testing.T) {
 	if msg := js[string](t, ctx, `document.getElementById("alert").hidden ? "" : document.getElementById("alert").textContent`); msg != "" {
 		t.Errorf("the page shows an error after approving: %s", msg)
 	}
+	// Approve the escrowed push through its confirm dialog.
+	click(t, ctx, `[data-key="escrow-approve:push-1"]`)
+	waitJS(t, ctx, "the escrow dialog", `document.getElementById("confirm").open && document.activeElement.id === "confirm-no"`)
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("confirm-note"), "release day"), chromedp.Click(chromedp.ID("confirm-ok"))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the escrow request approved", `(document.querySelector('tr[data-escrow="push-1"]') || {textContent: ""}).textContent.includes("approved")`)
+
+	// The simulator's plot is shown (and has loaded).
+	if err := chromedp.Do(ctx, chromedp.ScrollIntoView(chromedp.ID("plots"))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the plot", `[...document.querySelectorAll("#plots-body img")].some((i) => i.complete && i.naturalWidth > 0 && i.alt.includes("makespan"))`)
+	if *docImage { // the run still going, a task open, the hint approved
+		screenshot(t, ctx, filepath.Join(envtest.ModuleRoot(t), "docs", "img", "dashboard.png"))
+	}
 	// The skip link takes the keyboard past the runs to the run.
 	js[bool](t, ctx, `document.querySelector(".skip").focus(), true`)
 	if err := chromedp.Do(ctx, chromedp.KeyEvent(kb.Enter)); err != nil {
@@ -354,9 +426,7 @@ func TestDashBrowser(t *testing.T) {
 	}
 
 	// Cancel the running task: the dialog opens on its safe choice.
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-key="cancel:slow"]`))); err != nil {
-		t.Fatal(err)
-	}
+	click(t, ctx, `[data-key="cancel:slow"]`)
 	waitJS(t, ctx, "the confirm dialog", `document.getElementById("confirm").open && document.activeElement.id === "confirm-no"`)
 	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("confirm-note"), "stopped by the browser test"),
 		chromedp.Click(chromedp.ID("confirm-ok"))); err != nil {
@@ -368,9 +438,6 @@ func TestDashBrowser(t *testing.T) {
 		t.Error("the page reloaded")
 	}
 	screenshot(t, ctx, filepath.Join(shots, "dashboard.png"))
-	if *docImage {
-		screenshot(t, ctx, filepath.Join(envtest.ModuleRoot(t), "docs", "img", "dashboard.png"))
-	}
 	t.Logf("screenshots in %s", shots)
 	if dir := *shotDir; dir != "" { // for a person to look at
 		for _, n := range []string{"dashboard-running.png", "dashboard.png"} {
@@ -421,6 +488,9 @@ func TestDashBrowser(t *testing.T) {
 	if err != nil || h.State != board.HintApproved || h.Reviewer != "dashboard" || h.Note != "ok from the keyboard" {
 		t.Errorf("hint %+v %v", h, err)
 	}
+	if r, err := swarm.NewEscrowQueue(repo, nil).Get("push-1"); err != nil || r.State != swarm.EscrowApproved || r.DecidedBy != "dashboard" || r.Note != "release day" {
+		t.Errorf("escrow push-1 %+v %v, want approved by dashboard with the note typed", r, err)
+	}
 	if _, err := os.Stat(filepath.Join(shots, "dashboard.png")); err != nil {
 		t.Error(err)
 	}
@@ -433,4 +503,23 @@ func axString(v *accessibility.Value) string {
 		return ""
 	}
 	return s
+}
+
+// httpGet returns the body of a 200 answer to GET url.
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	return string(b)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/board/connect"
 	"github.com/apiary-dev/apiary/internal/dashboard"
+	"github.com/apiary-dev/apiary/internal/envtest"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/llmfake"
 	"github.com/apiary-dev/apiary/internal/swarm"
@@ -231,9 +232,7 @@ func TestRunTelemetry(t *testing.T) {
 
 func envtestGit(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	envtest.Command(t, "git") // skips, or fails under CI=true, without git
 }
 
 // TestDashBoardActions serves `apiary dash` on a repository with a local

@@ -59,15 +59,17 @@ type gatewayOptions struct {
 	maxConc, agentMaxConc                       int
 	rpm, tpm, itpm, otpm                        int64
 	noRetry, noAIMD, noBreaker, noRate, noAdmit bool
+	noResume                                    bool
 	failFast, noIncludeUsage, continuousRefill  bool
 	ttfbTarget, maxRetryWait                    time.Duration
 	maxAttempts                                 int
 	set                                         map[string]bool // flags given explicitly
+	cluster                                     *clusterOptions
 	fs                                          *flag.FlagSet
 }
 
 func gatewayFlags(fs *flag.FlagSet) *gatewayOptions {
-	o := &gatewayOptions{fs: fs}
+	o := &gatewayOptions{fs: fs, cluster: clusterFlags(fs)}
 	fs.StringVar(&o.listen, "listen", config.DefaultGatewayListen, "`ADDR` to listen on; port 0 picks a free port")
 	fs.Var(&o.upstreams, "upstream", "upstream `NAME=URL` (repeatable), e.g. anthropic=https://api.anthropic.com")
 	fs.Var(&o.upstreamKeys, "upstream-key-env", "`NAME=VAR`: the environment variable holding upstream NAME's real API key, substituted for virtual keys (repeatable)")
@@ -85,6 +87,7 @@ func gatewayFlags(fs *flag.FlagSet) *gatewayOptions {
 	fs.DurationVar(&o.ttfbTarget, "ttfb-target", 0, "time to first byte above `D` counts as congestion for AIMD (0: off)")
 	fs.BoolVar(&o.noRetry, "no-retry", false, "send every request once (ablation)")
 	fs.BoolVar(&o.noAIMD, "no-aimd", false, "keep concurrency fixed at --max-concurrency (ablation)")
+	fs.BoolVar(&o.noResume, "no-resume", false, "end a broken Anthropic stream with an error event instead of resuming it upstream")
 	fs.BoolVar(&o.noBreaker, "no-breaker", false, "disable the circuit breaker (ablation)")
 	fs.BoolVar(&o.noRate, "no-ratelimit", false, "do not pace by rate limits (ablation)")
 	fs.BoolVar(&o.noAdmit, "no-admission", false, "no admission gate: unbounded concurrency (ablation)")
@@ -123,6 +126,7 @@ func (o *gatewayOptions) gatewayConfig(e *env) (gateway.Config, *config.Config, 
 		RetryCap:        fg.Retry.Max.D(),
 		MaxRetryWait:    pickDur(o.set["max-retry-wait"], o.maxRetryWait, fg.Retry.MaxWait.D(), o.maxRetryWait),
 		NoAIMD:          o.noAIMD || fg.AIMD.Disabled,
+		NoResume:        o.noResume,
 		AIMDMin:         fg.AIMD.Min,
 		AIMDFactor:      fg.AIMD.Decrease,
 		AIMDCooldown:    fg.AIMD.Cooldown.D(),
@@ -257,6 +261,11 @@ func runGateway(ctx context.Context, e *env, o *gatewayOptions) error {
 		return err
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	stopCluster, err := joinCluster(ctx, o.cluster, &cfg)
+	if err != nil {
+		return err
+	}
+	defer stopCluster()
 	listen := o.listen
 	if !o.set["listen"] && file.Gateway.Listen != "" {
 		listen = file.Gateway.Listen

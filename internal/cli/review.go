@@ -61,7 +61,10 @@ review.yaml at the repository root is used if present, else a default that
 runs every built-in but go-bench. Agents reach the models at --model-url
 (default $ANTHROPIC_BASE_URL) with $APIARY_MODEL_KEY (else
 $ANTHROPIC_API_KEY; with a URL and no key, each task gets the key
-review-NAME).`,
+review-NAME).
+
+A review escalated to a human is settled with 'apiary review resolve'.`,
+		subs: []*command{reviewResolveCommand()},
 		setup: func(fs *flag.FlagSet) runFunc {
 			f := reviewFlags{}
 			fs.StringVar(&f.base, "base", "main", "the `REF` the change is judged against")
@@ -71,6 +74,7 @@ review-NAME).`,
 			fs.BoolVar(&f.json, "json", false, "print the report as JSON")
 			fs.BoolVar(&f.apply, "apply", false, "integrate the change through the runtime when the decision is merge")
 			fs.StringVar(&f.repo, "repo", ".", "the git repository, `DIR`")
+			fs.StringVar(&f.id, "id", "", "name the review `ID` (letters, digits, - and _; default a new id)")
 			fs.StringVar(&f.board, "board", "", "the board `DSN` for findings (default local:REPO/.apiary/state.db)")
 			fs.Var(&f.tags, "tag", "a `TAG` of the change, for when: rules (repeatable)")
 			fs.StringVar(&f.modelURL, "model-url", "", "base `URL` of the model API agents use (default $ANTHROPIC_BASE_URL)")
@@ -87,6 +91,7 @@ review-NAME).`,
 
 type reviewFlags struct {
 	base, head, patch, config string
+	id                        string
 	json, apply               bool
 	repo, board, modelURL     string
 	tags                      stringList
@@ -109,6 +114,9 @@ func (f *reviewFlags) run(ctx context.Context, e *env) error {
 	root, err := repo.TopLevel(ctx)
 	if err != nil {
 		return fmt.Errorf("%s is not in a git repository: %w", f.repo, err)
+	}
+	if f.head == "HEAD" {
+		warnUncommitted(ctx, e, repo.At(root))
 	}
 	cfg, err := loadReviewConfig(f.config, root)
 	if err != nil {
@@ -153,13 +161,97 @@ func (f *reviewFlags) run(ctx context.Context, e *env) error {
 	case url != "" || key != "":
 		opt.Models = directAccess{baseURL: url, key: key}
 	}
-	req := swarm.ReviewRequest{Base: f.base, Head: f.head, Patch: f.patch, Tags: f.tags, Config: cfg, Apply: f.apply}
+	req := swarm.ReviewRequest{ID: f.id, Base: f.base, Head: f.head, Patch: f.patch, Tags: f.tags, Config: cfg, Apply: f.apply}
 	rep, err := swarm.Review(ctx, opt, req)
+	return printReview(e, rep, err, f.json)
+}
+
+// warnUncommitted tells the user that the review sees HEAD, not the edits
+// in the working tree (untracked files are not counted).
+func warnUncommitted(ctx context.Context, e *env, repo *git.Repo) {
+	st, err := repo.Status(ctx)
+	if err != nil {
+		return // the review itself reports a broken repository
+	}
+	n := 0
+	for _, s := range st {
+		if !s.Untracked() {
+			n++
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(e.stderr, "apiary: warning: %d uncommitted change(s) are not reviewed: the review sees HEAD\n", n)
+	}
+}
+
+func reviewResolveCommand() *command {
+	return &command{
+		name:    "resolve",
+		args:    "REVIEW_ID approve|block",
+		summary: "settle a review whose reviewers disagreed and escalated to a human",
+		help: `Records a person's verdict on a review whose reviewers disagreed and
+escalated to a human: in the review's report (.apiary/reviews/REVIEW_ID/)
+and on the board. Approving settles only the reviewers' disagreement: the
+review had passed every rule, so it now merges; blocking keeps it out. A
+review is resolved once. With --apply an approved change is integrated
+through the runtime, as 'apiary review --apply' does (the apply: section of
+--config, default review.yaml at the repository root). Prints the updated
+report; the exit status is 0 only for merge.`,
+		setup: func(fs *flag.FlagSet) runFunc {
+			var repoDir, dsn, by, config string
+			var apply, asJSON bool
+			fs.StringVar(&repoDir, "repo", ".", "the git repository, `DIR`")
+			fs.StringVar(&dsn, "board", "", "the board `DSN` (default local:REPO/.apiary/state.db)")
+			fs.StringVar(&by, "by", "", "who decides, recorded in the report (default $USER)")
+			fs.StringVar(&config, "config", "", "review configuration `FILE`, for --apply")
+			fs.BoolVar(&apply, "apply", false, "integrate the change through the runtime when the decision becomes merge")
+			fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) != 2 {
+					return usagef("want REVIEW_ID and approve or block")
+				}
+				if v := args[1]; v != swarm.VerdictApprove && v != swarm.VerdictBlock {
+					return usagef("verdict %q: want approve or block", v)
+				}
+				if by == "" {
+					by = e.getenv("USER")
+				}
+				if by == "" {
+					return usagef("--by is required when $USER is not set")
+				}
+				repo := git.New(repoDir, git.Options{})
+				root, err := repo.TopLevel(ctx)
+				if err != nil {
+					return fmt.Errorf("%s is not in a git repository: %w", repoDir, err)
+				}
+				cfg, err := loadReviewConfig(config, root)
+				if err != nil {
+					return err
+				}
+				if dsn == "" {
+					dsn = "local:" + filepath.Join(root, board.DefaultLocalPath)
+				}
+				st, err := connect.Open(ctx, dsn, connect.Options{})
+				if err != nil {
+					return fmt.Errorf("opening the board %s: %w", dsn, err)
+				}
+				defer st.Close()
+				rep, err := swarm.ResolveReview(ctx, swarm.ReviewOptions{Repo: repo.At(root), Board: st},
+					swarm.ResolveRequest{ID: args[0], Verdict: args[1], By: by, Config: cfg, Apply: apply})
+				return printReview(e, rep, err, asJSON)
+			}
+		},
+	}
+}
+
+// printReview prints a review's report (if any) and turns its decision into
+// the exit status: 0 only for merge.
+func printReview(e *env, rep *swarm.ReviewReport, err error, asJSON bool) error {
 	if rep == nil {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "review %s: %s\n", rep.ReviewID, rep.Decision)
-	if f.json {
+	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		if werr := enc.Encode(rep); werr != nil {

@@ -145,7 +145,7 @@ func (f *runFlags) run(ctx context.Context, e *env, args []string) error {
 		}
 		nr.PlanFile = args[0]
 	}
-	stopObserving, err := observeRun(ctx, e, root, f.dash, &cfg)
+	stopObserving, err := observeRun(ctx, e, root, id, f.dash, &cfg)
 	if err != nil {
 		return err
 	}

@@ -500,9 +500,10 @@ work_median_s and work_p90_s. 'apiary sim swarm --json' output is one too.
 
 Task durations (median, p90) and the pass rate come from the runs' tasks;
 the per-attempt overhead from replaying each run's tasks on its agents;
-the central scheduler's and the gatekeepers' time per message (and the
-work's median when the benchmark does not state it) from the benchmark
-rows. --json prints the fitted parameters in the form --params of 'apiary
+the central scheduler's and the gatekeepers' time per message, the message
+latency (and the work's median when the benchmark does not state it) from
+the benchmark rows, simulated as coordination alone (no merges, no
+tests). --json prints the fitted parameters in the form --params of 'apiary
 sim swarm' reads.`,
 		setup: func(fs *flag.FlagSet) runFunc {
 			asJSON := fs.Bool("json", false, "print the calibration as JSON")

@@ -40,6 +40,7 @@ It runs until interrupted, or with --run RUN_ID until that run has finished.`,
 			merge := fs.Bool("merge", false, "also stand for the merge role")
 			ttl := fs.Duration("ttl", 10*time.Second, "the worker's lease `TTL` (registry, requests, elections)")
 			logLevel := fs.String("log-level", "info", "`LEVEL` of stderr logs: debug, info, warn, error")
+			dash := fs.String("dash", "", "serve the dashboard's workers, claims and hints on `ADDR` (e.g. 127.0.0.1:7421)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if err := noArgs(args); err != nil {
 					return err
@@ -64,6 +65,11 @@ It runs until interrupted, or with --run RUN_ID until that run has finished.`,
 					return err
 				}
 				defer st.Close()
+				stopDash, err := workerDash(ctx, e, *dash, st)
+				if err != nil {
+					return err
+				}
+				defer stopDash()
 				wid := *id
 				if wid == "" {
 					host, _ := os.Hostname()

@@ -216,8 +216,8 @@ func (r *Result) Chart() plot.Chart {
 	t1, t2 := rel(r.Single.CriticalPathS, r.Swarm.CriticalPathS)
 	c1, c2 := rel(cost(r.Single), cost(r.Swarm))
 	return plot.Chart{Kind: plot.Bar, Title: fmt.Sprintf("%s: single agent vs swarm, $%.2f each", r.TaskSet, r.BudgetUSD),
-		Y:          plot.Axis{Label: "relative to the larger (quality: higher is better)", Min: 0, Max: 1},
-		Categories: []string{"quality Q", "critical path", "cost / accepted"},
+		Y:          plot.Axis{Label: "value / the larger of the two", Min: 0, Max: 1},
+		Categories: []string{"quality Q: more=good", "crit. path: less=good", "$/accepted: less=good"},
 		Series:     []plot.Series{{Name: "single agent", Y: []float64{q1, t1, c1}}, {Name: "swarm", Y: []float64{q2, t2, c2}}}}
 }
 

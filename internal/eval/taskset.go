@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -129,6 +130,9 @@ func Parse(dir string, data []byte) (*TaskSet, error) {
 	if ts.Name == "" {
 		return nil, setErr(ManifestName, "name is required")
 	}
+	if hasBlank(ts.Checks) {
+		return nil, setErr(ManifestName, "checks must not hold empty commands")
+	}
 	if ts.Repo == "" {
 		ts.Repo = "repo"
 	}
@@ -161,6 +165,9 @@ func Parse(dir string, data []byte) (*TaskSet, error) {
 		}
 		if len(t.HiddenChecks) == 0 {
 			return nil, setErr(ManifestName, "%s: hidden_checks is required: a task is judged by checks its agent never sees", where)
+		}
+		if hasBlank(t.WriteScope) || hasBlank(t.Checks) || hasBlank(t.HiddenChecks) {
+			return nil, setErr(ManifestName, "%s: write_scope, checks and hidden_checks must not hold empty entries", where)
 		}
 		if t.EstimateS == 0 {
 			t.EstimateS = 60
@@ -212,6 +219,11 @@ func Parse(dir string, data []byte) (*TaskSet, error) {
 		}
 	}
 	return ts, nil
+}
+
+// hasBlank reports whether any entry of list is empty or only spaces.
+func hasBlank(list []string) bool {
+	return slices.ContainsFunc(list, func(s string) bool { return strings.TrimSpace(s) == "" })
 }
 
 // local resolves a path of the manifest inside the task set.

@@ -101,7 +101,7 @@ func (g GoBench) Analyse(ctx context.Context, c *Change) ([]Finding, error) {
 				if failed[side+ip] {
 					continue
 				}
-				ok, err := g.runOnce(ctx, sides[side][ip], outs[side], log)
+				ok, err := g.runOnce(ctx, sides[side][ip], c.Env, outs[side], log)
 				if err != nil {
 					return nil, err
 				}
@@ -190,9 +190,10 @@ func hasBenchmarks(dir string, files []string) bool {
 	return false
 }
 
-// runOnce runs one package's benchmarks once, appending the output to w.
+// runOnce runs one package's benchmarks once (in env, as the build), appending
+// the output to w.
 // It reports false when the binary failed.
-func (g GoBench) runOnce(ctx context.Context, p *benchPkg, w *bytes.Buffer, log string) (bool, error) {
+func (g GoBench) runOnce(ctx context.Context, p *benchPkg, env []string, w *bytes.Buffer, log string) (bool, error) {
 	pattern, bt := g.Pattern, g.Benchtime
 	if pattern == "" {
 		pattern = "."
@@ -201,7 +202,7 @@ func (g GoBench) runOnce(ctx context.Context, p *benchPkg, w *bytes.Buffer, log 
 		bt = "100ms"
 	}
 	argv := []string{p.binary, "-test.run=^$", "-test.bench=" + pattern, "-test.benchtime=" + bt, "-test.count=1"}
-	res, err := runTool(ctx, toolRun{argv: argv, dir: p.dir, log: log})
+	res, err := runTool(ctx, toolRun{argv: argv, dir: p.dir, env: env, log: log})
 	if err != nil {
 		return false, err
 	}

@@ -101,7 +101,10 @@ func TestEdgeFaultRetryKeepsPlace(t *testing.T) {
 	t.Parallel()
 	fs, up := fake(t, llmfake.Config{TimeScale: 2.0 / 60, Limits: llmfake.Limits{RPM: 10},
 		Faults: llmfake.Faults{Edge: true, ErrorRate: 0.3, ErrorStatuses: []int{502}, ResetRate: 0.1}})
-	g := start(t, Config{Upstreams: []Upstream{{Name: "a", URL: up, Provider: llmapi.Anthropic, MaxConcurrency: 3, Window: 2 * time.Second}}, NoBreaker: true, MaxAttempts: 30})
+	// Backoff short against the 2 s window: the test is about where the
+	// retries are charged, not about how long they wait.
+	g := start(t, Config{Upstreams: []Upstream{{Name: "a", URL: up, Provider: llmapi.Anthropic, MaxConcurrency: 3, Window: 2 * time.Second}},
+		NoBreaker: true, MaxAttempts: 30, RetryBase: 5 * time.Millisecond, RetryCap: 20 * time.Millisecond})
 	parallel(t, 10, func() {
 		if st, body, _ := post(t, noKeepAlive(t), g.URL+"/v1/messages", smallBody); st != 200 {
 			t.Errorf("status %d %s", st, body)

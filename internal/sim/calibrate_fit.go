@@ -14,8 +14,9 @@ import (
 // parameters fitted to measured runs, and how well the simulator then
 // reproduces each measured makespan.
 type Calibration struct {
-	// Params are the base parameters with the fitted ones replaced; feed
-	// them back with `apiary sim swarm --params FILE`.
+	// Params are the base parameters with the fitted ones replaced, and
+	// Agents and Mode left empty; feed them back with `apiary sim swarm
+	// --params FILE`.
 	Params          SwarmParams      `json:"params"`
 	Fitted          []FittedParam    `json:"fitted"`
 	Rows            []CalibrationRow `json:"rows"`
@@ -129,11 +130,18 @@ func Calibrate(ms []Measurement, base SwarmParams) (*Calibration, error) {
 		c.Rows = append(c.Rows, row)
 	}
 	c.MeanAbsErrorPct = sumAbs / float64(len(ms))
-	return c, p.Validate()
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	// Each measurement had its own agents and mode; the fitted parameters
+	// name neither, so a sweep fed with them sets its own.
+	p.Agents, p.Mode = 0, ""
+	return c, nil
 }
 
-// fitBench fits the coordination costs (and the work's median) to the
-// benchmark rows, by coordinate descent.
+// fitBench fits the coordination costs — the central scheduler's and the
+// gatekeepers' time per message, the message latency — and the work's
+// median (when fitMedian) to the benchmark rows, by coordinate descent.
 func fitBench(c *Calibration, bench []Measurement, fitMedian bool) error {
 	p := &c.Params
 	type knob struct {
@@ -171,7 +179,11 @@ func fitBench(c *Calibration, bench []Measurement, fitMedian bool) error {
 	if len(self) > 0 {
 		knobs = append(knobs, knob{"gate_msg_s", &p.GateMsgS, 1e-7, 10, self})
 	}
-	for range 2 {
+	// The message latency: it and the work's median both lengthen every
+	// task, so drain times alone do not tell them apart well; fitted last,
+	// it takes up what the per-message costs do not explain.
+	knobs = append(knobs, knob{"latency_s", &p.LatencyS, 1e-6, 10, bench})
+	for range 3 {
 		for _, k := range knobs {
 			*k.v = fitScalar(func(v float64) float64 {
 				q := *p
@@ -182,6 +194,8 @@ func fitBench(c *Calibration, bench []Measurement, fitMedian bool) error {
 					q.CentralMsgS = v
 				case "gate_msg_s":
 					q.GateMsgS = v
+				case "latency_s":
+					q.LatencyS = v
 				}
 				return logError(k.rows, func(m Measurement) float64 { return simulateMeasurement(q, m) })
 			}, k.lo, k.hi, true)
@@ -205,12 +219,22 @@ func simulateMeasurement(p SwarmParams, m Measurement) float64 {
 	if m.Kind == "run" {
 		return simulateRun(p, m)
 	}
-	p.Agents, p.Mode, p.Tasks = m.Agents, m.Mode, m.Tasks
-	r, err := SimulateSwarm(p)
+	r, err := SimulateSwarm(benchParams(p, m))
 	if err != nil {
 		return math.Inf(1)
 	}
 	return r.MakespanS
+}
+
+// benchParams are p as a swarm benchmark row m runs them: its agents, mode
+// and tasks, and only coordination — a benchmark's simulated tasks always
+// pass and are never merged, so there is no merge role, no write sets, no
+// utilities and no interface changes.
+func benchParams(p SwarmParams, m Measurement) SwarmParams {
+	p.Agents, p.Mode, p.Tasks = m.Agents, m.Mode, m.Tasks
+	p.IntegrateS, p.WriteSet, p.UtilityProb, p.InterfaceProb = 0, 0, 0, 0
+	p.PassRate, p.MismatchPenalty, p.MaxAttempts = 1, 0, 1
+	return p
 }
 
 // simulateRun replays a run: its own task times (which already hold the

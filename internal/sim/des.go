@@ -28,9 +28,11 @@ const (
 // DefaultSwarmParams gives every field a documented default; JSON names
 // match the flags of `apiary sim swarm` (with _ for -).
 type SwarmParams struct {
-	Agents int    `json:"agents"`
+	// Agents and Mode select one run; a sweep (SweepSwarm) sets them per
+	// run and leaves them empty in its report's Params.
+	Agents int    `json:"agents,omitempty"`
 	Tasks  int    `json:"tasks"`
-	Mode   Mode   `json:"mode"`
+	Mode   Mode   `json:"mode,omitempty"`
 	Seed   uint64 `json:"seed"`
 
 	// Work: task durations are lognormal with this median and 90th
@@ -295,9 +297,13 @@ func SimulateWorkload(p SwarmParams, w Workload) (SwarmResult, error) {
 	return simulate(p, attachDraws(p, w)), nil
 }
 
-// SwarmReport is the answer of `apiary sim swarm`: the parameters and one
-// result per agent count and mode.
+// SwarmReport is the answer of `apiary sim swarm`: the agent counts and
+// modes swept, the shared parameters (Params.Agents and Params.Mode are
+// empty: each result names its own) and one result per agent count and
+// mode.
 type SwarmReport struct {
+	Agents  []int         `json:"agents"`
+	Modes   []Mode        `json:"modes"`
 	Params  SwarmParams   `json:"params"`
 	Results []SwarmResult `json:"results"`
 }
@@ -311,7 +317,8 @@ func SweepSwarm(p SwarmParams, agents []int, modes []Mode) (*SwarmReport, error)
 	agents = slices.Clone(agents)
 	slices.Sort(agents)
 	agents = slices.Compact(agents)
-	rep := &SwarmReport{Params: p}
+	rep := &SwarmReport{Agents: agents, Modes: slices.Clone(modes), Params: p}
+	rep.Params.Agents, rep.Params.Mode = 0, ""
 	for _, a := range agents {
 		for _, m := range modes {
 			q := p

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -50,7 +51,8 @@ var ErrParamsFile = fmt.Errorf("%w: parameters file", ErrInvalid)
 
 // ParseParams reads SwarmParams from JSON (the "params" of `apiary sim
 // swarm --json` or of `apiary sim calibrate --json`, or the object
-// itself) over base: fields it does not name keep base's values.
+// itself) over base: fields it does not name keep base's values; a field
+// SwarmParams does not have is an error.
 func ParseParams(data []byte, base SwarmParams) (SwarmParams, error) {
 	var wrap struct {
 		Params *json.RawMessage `json:"params"`
@@ -62,8 +64,13 @@ func ParseParams(data []byte, base SwarmParams) (SwarmParams, error) {
 		data = *wrap.Params
 	}
 	p := base
-	if err := json.Unmarshal(data, &p); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
 		return base, fmt.Errorf("%w: %v", ErrParamsFile, err)
+	}
+	if dec.More() {
+		return base, fmt.Errorf("%w: trailing data after the parameters", ErrParamsFile)
 	}
 	return p, nil
 }

@@ -78,12 +78,19 @@ func attachDraws(p SwarmParams, w Workload) []simTask {
 	n := len(w.Durations)
 	rng := rand.New(rand.NewPCG(p.Seed, streamDraws))
 	tasks := make([]simTask, n)
-	files := newZipf(p.Files, p.Zipf)
-	nu := p.Utilities
-	if nu == 0 {
-		nu = max(1, n/10)
+	// The tables are built only when drawn from (building them draws no
+	// random numbers, so this changes no result).
+	var files, utils zipf
+	if p.WriteSet > 0 {
+		files = newZipf(p.Files, p.Zipf)
 	}
-	utils := newZipf(nu, 1)
+	if p.UtilityProb > 0 {
+		nu := p.Utilities
+		if nu == 0 {
+			nu = max(1, n/10)
+		}
+		utils = newZipf(nu, 1)
+	}
 	writes := make([]int32, 0, n*p.WriteSet)
 	for i := range tasks {
 		t := &tasks[i]

@@ -15,8 +15,9 @@ const (
 	// OneForOne restarts only the member that failed.
 	OneForOne Strategy = "one_for_one"
 	// OneForAll restarts every member that is not done: the failed one and
-	// the others still pending or running (a member already finished
-	// stays finished: its work is integrated and cannot be taken back).
+	// the others still pending, running or waiting for integration (a
+	// member already finished stays finished: its work is integrated and
+	// cannot be taken back).
 	OneForAll Strategy = "one_for_all"
 )
 

@@ -182,16 +182,6 @@ func deriveChild(parent *capability.Token, name string, e *envelope.Envelope) (*
 	return parent.Derive(name, l)
 }
 
-// forAttempt narrows a task's token to one attempt: its own lineage node
-// (revoked when its lease lapses) and, with a wall-clock budget, an expiry.
-func forAttempt(task *capability.Token, n int, expiry time.Time) *capability.Token {
-	cs := []capability.Caveat{capability.Lineage(attemptSegment(n))}
-	if !expiry.IsZero() {
-		cs = append(cs, capability.ExpiresAt(expiry))
-	}
-	return task.Attenuate(cs...)
-}
-
 func attemptSegment(n int) string { return "a" + strconv.Itoa(n) }
 
 // revoke revokes a lineage node (below the run) and publishes the new

@@ -23,7 +23,7 @@ func BenchmarkDispatch(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		rep, err := Start(b.Context(), Config{Repo: repo}, NewRun{PlanFile: "plan.yaml", PlanData: []byte(src.String())})
+		rep, err := Start(boundedCtx(b), Config{Repo: repo}, NewRun{PlanFile: "plan.yaml", PlanData: []byte(src.String())})
 		if err != nil || !rep.OK() {
 			b.Fatalf("run: %v %+v", err, rep)
 		}

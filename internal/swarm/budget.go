@@ -2,7 +2,6 @@ package swarm
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/apiary-dev/apiary/internal/envelope"
@@ -26,7 +25,7 @@ func unitsOfUsage(u envelope.Usage) supervise.Units {
 func budgetOf(u supervise.Units, limited [4]bool, want envelope.Budget) envelope.Budget {
 	out := want
 	if limited[0] {
-		out.USD = math.Floor(float64(u.MicroUSD)) / 1e6
+		out.USD = float64(u.MicroUSD) / 1e6
 	}
 	if limited[1] {
 		out.InputTokens = u.InputTokens

@@ -52,10 +52,10 @@ tasks:
 	ctl := DialControl(ControlPath(repo.Dir(), id))
 	// An agent's capability is not an operator's.
 	agentTok := readCapability(t, repo, id, "b")
-	if _, err := ctl.Cancel(t.Context(), CancelRequest{Operator: agentTok, Task: "a"}); !errors.Is(err, ErrPermission) {
+	if _, err := ctl.Cancel(boundedCtx(t), CancelRequest{Operator: agentTok, Task: "a"}); !errors.Is(err, ErrPermission) {
 		t.Fatalf("cancel with an agent's token: %v", err)
 	}
-	res, err := ctl.Cancel(t.Context(), CancelRequest{Operator: operator(t, repo, id), Task: "a", Reason: "operator says stop"})
+	res, err := ctl.Cancel(boundedCtx(t), CancelRequest{Operator: operator(t, repo, id), Task: "a", Reason: "operator says stop"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ tasks:
 		}
 	}
 	// Now the whole run.
-	if _, err := ctl.Cancel(t.Context(), CancelRequest{Operator: operator(t, repo, id)}); err != nil {
+	if _, err := ctl.Cancel(boundedCtx(t), CancelRequest{Operator: operator(t, repo, id)}); err != nil {
 		t.Fatal(err)
 	}
 	rep := wait()
@@ -108,7 +108,7 @@ tasks:
 	if _, err := os.Stat(ControlPath(repo.Dir(), id)); err == nil {
 		t.Error("the control socket outlived the run")
 	}
-	if _, err := ctl.Cancel(t.Context(), CancelRequest{Operator: operator(t, repo, id)}); !errors.Is(err, ErrNotLive) {
+	if _, err := ctl.Cancel(boundedCtx(t), CancelRequest{Operator: operator(t, repo, id)}); !errors.Is(err, ErrNotLive) {
 		t.Errorf("cancel of an ended run: %v", err)
 	}
 }

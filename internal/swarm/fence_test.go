@@ -1,6 +1,7 @@
 package swarm
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,18 +50,22 @@ tasks:
 	wait := startBG(t, repo, id, src, Config{OnEvent: w.add, HeartbeatInterval: 100 * time.Millisecond, AgentGrace: time.Minute})
 	pidFile := filepath.Join(flags, "pid")
 	var pid int
-	for deadline := time.Now().Add(time.Minute); pid == 0; time.Sleep(20 * time.Millisecond) {
+	bound := boundedCtx(t)
+	for ; pid == 0; time.Sleep(20 * time.Millisecond) {
 		if b, err := os.ReadFile(pidFile); err == nil {
 			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("attempt 1 never started")
+		if bound.Err() != nil {
+			t.Fatalf("attempt 1 never started: %v", context.Cause(bound))
 		}
 	}
 	// Stop the whole process group: the worker is paused, not dead.
 	if err := syscall.Kill(-pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	// Should the test stop early, a stopped group would sit out its whole
+	// SIGKILL grace: continue it so that its pending SIGTERM acts.
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGCONT) })
 	w.waitFor(t, "attempt 1's lease to lapse", func(evs []Event) bool {
 		return slices.ContainsFunc(evs, func(ev Event) bool { return ev.Kind == EvLeaseLapsed && ev.Attempt == 1 })
 	})

@@ -2,6 +2,8 @@ package swarm
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,9 +66,13 @@ func writeFiles(t testing.TB, dir string, files map[string]string) {
 func start(t testing.TB, repo *git.Repo, src string, cfg Config) *Report {
 	t.Helper()
 	cfg.Repo = repo
-	rep, err := Start(t.Context(), cfg, NewRun{PlanFile: "plan.yaml", PlanData: []byte(src)})
+	ctx := boundedCtx(t)
+	rep, err := Start(ctx, cfg, NewRun{PlanFile: "plan.yaml", PlanData: []byte(src)})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("run %s: %v", rep.RunID, context.Cause(ctx))
 	}
 	return rep
 }

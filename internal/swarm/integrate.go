@@ -236,6 +236,14 @@ func (r *runner) onIntegrated(ctx context.Context, res *integResult) {
 		r.retryOrFail(t, "its lease ended before it was integrated", nil)
 		return
 	}
+	if res.req.stale && res.outcome == outIntegrated && !t.done() {
+		// It passed the last fencing check just before its lease ended (a
+		// restart or a lost race in that instant): its work is on the
+		// branch and cannot be taken back, so the task is done with it.
+		r.must(r.st.emit(Event{Kind: EvIntegrated, Task: t.name, Attempt: a.n, Role: a.role, Commit: res.commit, Integrated: res.kind, Fence: a.fence}))
+		r.succeed(t, res.commit, res.kind, res.checks)
+		return
+	}
 	if res.req.stale || t.done() {
 		return
 	}

@@ -3,7 +3,6 @@ package swarm
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -248,21 +247,8 @@ func (m *merger) step(ctx context.Context) error {
 func (m *merger) coolDown(ctx context.Context) error {
 	run := m.env.run.Run
 	if !m.cooling {
-		n := len(m.window)
-		if n < m.opts.CooldownMin {
-			return nil
-		}
-		dups, passed := 0, 0
-		for _, o := range m.window {
-			if o.dup {
-				dups++
-			}
-			if o.passed {
-				passed++
-			}
-		}
-		dupRate, passRate := float64(dups)/float64(n), float64(passed)/float64(n)
-		if dupRate <= m.opts.MaxDupRate && passRate >= m.opts.MinPassRate {
+		cool, dupRate, passRate := coolDownDue(m.window, m.opts)
+		if !cool {
 			return nil
 		}
 		rec := map[string]any{"dup_rate": dupRate, "pass_rate": passRate, "since": m.env.clock.Now().UTC()}
@@ -285,6 +271,27 @@ func (m *merger) coolDown(ctx context.Context) error {
 	m.cooling, m.window = false, nil
 	m.env.log.Info("cool-down over")
 	return nil
+}
+
+// coolDownDue reports whether window (at least CooldownMin outcomes) has a
+// duplicate rate above MaxDupRate or a gate pass rate below MinPassRate,
+// with both rates.
+func coolDownDue(window []outcome, opts MergeOptions) (cool bool, dupRate, passRate float64) {
+	n := len(window)
+	if n == 0 || n < opts.CooldownMin {
+		return false, 0, 1
+	}
+	dups, passed := 0, 0
+	for _, o := range window {
+		if o.dup {
+			dups++
+		}
+		if o.passed {
+			passed++
+		}
+	}
+	dupRate, passRate = float64(dups)/float64(n), float64(passed)/float64(n)
+	return dupRate > opts.MaxDupRate || passRate < opts.MinPassRate, dupRate, passRate
 }
 
 // record adds an integration attempt to the cool-down window.
@@ -340,8 +347,6 @@ func (m *merger) check(ctx context.Context, c *Candidate) (board.Task, *swarmTas
 	}
 	return t, p, true
 }
-
-var errMoved = errors.New("swarm: the integration branch moved")
 
 // errorf wraps merge-role errors.
 func errorf(format string, args ...any) error {

@@ -39,7 +39,7 @@ func TestPlannerMode(t *testing.T) {
 		"boss": {Kind: "command", Argv: []string{"sh", script}},
 		"w":    {Kind: "command", Argv: []string{"sh", "-c", "echo $APIARY_TASK > $APIARY_TASK.txt"}},
 	}
-	rep, err := Start(t.Context(), Config{Repo: repo}, NewRun{Goal: "two files", Planner: "boss", Worker: "w", Agents: agents})
+	rep, err := Start(boundedCtx(t), Config{Repo: repo}, NewRun{Goal: "two files", Planner: "boss", Worker: "w", Agents: agents})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestPlannerMode(t *testing.T) {
 		t.Errorf("shares %+v", rep.Shares)
 	}
 	// The run resumes from its stored plan like any other.
-	again, err := Resume(t.Context(), Config{Repo: repo}, rep.RunID)
+	again, err := Resume(boundedCtx(t), Config{Repo: repo}, rep.RunID)
 	if err != nil || !again.OK() {
 		t.Errorf("resume: %v %+v", err, again)
 	}
@@ -76,7 +76,7 @@ func TestPlannerNeverImplements(t *testing.T) {
 		"boss": {Kind: "command", Argv: []string{"sh", "-c", "echo hacked > README; printf 'version: 1\\ntasks: []\\n' > $APIARY_PLAN"}},
 		"w":    {Kind: "command", Argv: []string{"true"}},
 	}
-	rep, err := Start(t.Context(), Config{Repo: repo}, NewRun{Goal: "g", Planner: "boss", Worker: "w", Agents: agents})
+	rep, err := Start(boundedCtx(t), Config{Repo: repo}, NewRun{Goal: "g", Planner: "boss", Worker: "w", Agents: agents})
 	if err != nil {
 		t.Fatal(err)
 	}

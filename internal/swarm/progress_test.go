@@ -82,7 +82,7 @@ func TestRunLock(t *testing.T) {
 	if !runActive(st.dir) {
 		t.Error("a held lock is not seen")
 	}
-	if _, err := Resume(t.Context(), Config{Repo: repo}, rep.RunID); !errors.Is(err, ErrRunning) {
+	if _, err := Resume(boundedCtx(t), Config{Repo: repo}, rep.RunID); !errors.Is(err, ErrRunning) {
 		t.Errorf("resume of a locked run: %v", err)
 	}
 	st.close()

@@ -88,6 +88,9 @@ func (r *runner) finish(t *taskState, status envelope.Status, reason string, fs 
 			k.budget.Close()
 		}
 	}
+	if status == envelope.StatusCancelled && len(t.branches) > 0 {
+		r.deleteBranches(t) // nothing on them to look at: the agents were stopped
+	}
 	rc := r.receiptOf(t, status, reason)
 	rc.Commit = t.candidate
 	rc.Checks = checks
@@ -115,8 +118,8 @@ func deref(s *string) string {
 	return *s
 }
 
-// deleteBranches removes a succeeded task's attempt branches: its work is
-// on the integration branch now.
+// deleteBranches removes a succeeded task's attempt branches (its work is
+// on the integration branch now) or a cancelled one's.
 func (r *runner) deleteBranches(t *taskState) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.runCtx), cleanupTimeout)
 	defer cancel()

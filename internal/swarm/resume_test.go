@@ -34,7 +34,7 @@ tasks:
 		t.Fatal(err)
 	}
 	var evs eventLog
-	again, err := Resume(t.Context(), Config{Repo: repo, OnEvent: evs.add}, rep.RunID)
+	again, err := Resume(boundedCtx(t), Config{Repo: repo, OnEvent: evs.add}, rep.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ tasks:
 	if got := integrationsOf(t, repo, again); !slices.Equal(got, []string{"a:fast-forward", "b:fast-forward"}) {
 		t.Errorf("integrations %v", got)
 	}
-	if _, err := Resume(t.Context(), Config{Repo: repo}, "no-such-run"); !errors.Is(err, ErrNoRun) {
+	if _, err := Resume(boundedCtx(t), Config{Repo: repo}, "no-such-run"); !errors.Is(err, ErrNoRun) {
 		t.Errorf("unknown run: %v", err)
 	}
 }
@@ -75,7 +75,7 @@ tasks:
   - {id: slow, objective: s, agent: slow, write_scope: [slow.txt]}
   - {id: after, objective: a, agent: after, write_scope: [after.txt], deps: [slow]}
 `
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx, cancel := context.WithCancel(boundedCtx(t))
 	defer cancel()
 	started := false
 	onEvent := func(ev Event) {
@@ -109,7 +109,7 @@ tasks:
 		t.Fatal(err)
 	}
 	var log eventLog
-	again, err := Resume(t.Context(), Config{Repo: repo, OnEvent: log.add}, rep.RunID)
+	again, err := Resume(boundedCtx(t), Config{Repo: repo, OnEvent: log.add}, rep.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}

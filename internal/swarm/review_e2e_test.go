@@ -71,8 +71,6 @@ const e2eConfig = `
 agents:
   llm: {kind: claude, model: claude-sonnet-4-5}
   writer: {kind: command, argv: [sh, -c, 'n=$(grep -c "\"kind\": \"secret\"" "$APIARY_SUBSCRIBED"); printf "{\"findings\":[{\"kind\":\"test-suggestion\",\"severity\":\"info\",\"evidence\":\"add a test that fails on %s committed secret(s)\"}]}" "$n" > "$APIARY_FINDINGS"']}
-  alice: {kind: claude, model: claude-sonnet-4-5}
-  bob: {kind: claude, model: claude-opus-4-1}
 analysers:
   - {name: secrets, builtin: secret-scan}
   - {name: forbidden, builtin: forbidden-patterns}
@@ -168,7 +166,18 @@ func TestReviewEndToEnd(t *testing.T) {
 	st := localBoard(t)
 	opt := ReviewOptions{Repo: repo, Board: st, Secrets: newScanner(t), Models: scriptedAccess{hs.URL}, AgentBin: map[string]string{"claude": claude}}
 	cfg := mustConfig(t, e2eConfig)
-	withReviewers := mustConfig(t, e2eConfig+"reviewers: {agents: [alice, bob], escalate: human}\n")
+	// The reviewer stage runs after the gates; the cheap ones suffice here
+	// (the full set is exercised above), so the test stays lean.
+	withReviewers := mustConfig(t, `
+agents:
+  alice: {kind: claude, model: claude-sonnet-4-5}
+  bob: {kind: claude, model: claude-opus-4-1}
+analysers:
+  - {name: secrets, builtin: secret-scan}
+  - {name: forbidden, builtin: forbidden-patterns}
+  - {name: decisions, builtin: decisions}
+reviewers: {agents: [alice, bob], escalate: human}
+`)
 
 	t.Run("clean change merges and is applied", func(t *testing.T) {
 		t.Parallel()

@@ -126,6 +126,12 @@ func (rv *reviewRun) save(ctx context.Context, rep *ReviewReport) error {
 		return strings.Compare(a.Name, b.Name)
 	})
 	rep.Analysers = runs
+	return rv.writeReport(ctx, rep)
+}
+
+// writeReport writes report.json and report.md, and the decision to the
+// board.
+func (rv *reviewRun) writeReport(ctx context.Context, rep *ReviewReport) error {
 	if err := writeJSON(filepath.Join(rv.dir, "report.json"), rep); err != nil {
 		return err
 	}
@@ -219,7 +225,11 @@ func (r *ReviewReport) WriteMarkdown(w io.Writer) error {
 			b.WriteString("\n")
 		}
 		if e := s.Escalation; e != nil {
-			fmt.Fprintf(&b, "\nEscalated to %s: %s; resolution: %s.\n", e.To, mdText(e.Reason), e.Resolution)
+			by := ""
+			if e.By != "" {
+				by = " (by " + mdText(e.By) + ", " + e.At + ")"
+			}
+			fmt.Fprintf(&b, "\nEscalated to %s: %s; resolution: %s%s.\n", e.To, mdText(e.Reason), e.Resolution, by)
 		}
 	}
 	if a := r.Applied; a != nil {

@@ -48,6 +48,10 @@ type Escalation struct {
 	To         string `json:"to"` // human, or reviewer:<profile>
 	Reason     string `json:"reason"`
 	Resolution string `json:"resolution"` // pending (a human decides), approve or block
+	// By and At record who settled an escalation to a human, and when
+	// (see ResolveReview).
+	By string `json:"by,omitempty"`
+	At string `json:"at,omitempty"` // RFC 3339
 }
 
 // ReviewerStage is the adversarial review of a change the rules would

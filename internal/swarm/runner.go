@@ -64,6 +64,7 @@ type runner struct {
 	runningKids int
 	queue       []*integRequest // waiting for the integrator
 	busy        bool            // the integrator holds a request
+	integrating *integRequest   // that request
 	attemptCh   chan *attemptResult
 	wg          sync.WaitGroup // attempt goroutines and the integrator
 }
@@ -270,9 +271,9 @@ func (r *runner) execute() error {
 			r.onAttempt(ctx, res)
 		case send <- next:
 			r.queue = r.queue[1:]
-			r.busy = true
+			r.busy, r.integrating = true, next
 		case res := <-out:
-			r.busy = false
+			r.busy, r.integrating = false, nil
 			r.onIntegrated(ctx, res)
 		case fn := <-r.inbox:
 			fn()

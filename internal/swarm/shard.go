@@ -57,6 +57,34 @@ type gatekeeper struct {
 	cooldown bool
 	wd       *watchdog
 	repairAt time.Time
+	// offered: when this gatekeeper last offered tasks to each worker, so
+	// that offers spread over free slots until the worker's registry entry
+	// (refreshed every second) shows them taken.
+	offered map[string][]time.Time
+}
+
+// offersTo counts the offers made to w that its registry entry, updated at
+// w.Updated, cannot show yet (at most two seconds old); older ones are
+// forgotten.
+func (g *gatekeeper) offersTo(w WorkerRecord, now time.Time) int {
+	keep := g.offered[w.Worker][:0]
+	for _, at := range g.offered[w.Worker] {
+		if now.Sub(at) < 2*time.Second {
+			keep = append(keep, at)
+		}
+	}
+	if len(keep) == 0 {
+		delete(g.offered, w.Worker)
+		return 0
+	}
+	g.offered[w.Worker] = keep
+	n := 0
+	for _, at := range keep {
+		if !w.Updated.After(at) {
+			n++
+		}
+	}
+	return n
 }
 
 // runGatekeeper serves shard as its gatekeeper until the leadership or ctx
@@ -68,7 +96,7 @@ func runGatekeeper(ctx context.Context, env *runEnv, shard int, lead *board.Lead
 	o := env.run.Options
 	g := &gatekeeper{env: env, shard: shard, lead: lead, ready: map[string]gkReady{}, grants: map[string]int64{},
 		opens: map[string]bool{}, bids: map[string]map[string]bidSeen{}, deadline: map[string]time.Time{},
-		decided: map[string]bool{}, bidSince: map[string]time.Time{}, running: map[string]int64{}, finished: map[string]bool{}, wd: newWatchdog(secs(o.OfferAfterS), secs(o.OpenAfterS))}
+		decided: map[string]bool{}, bidSince: map[string]time.Time{}, running: map[string]int64{}, finished: map[string]bool{}, offered: map[string][]time.Time{}, wd: newWatchdog(secs(o.OfferAfterS), secs(o.OpenAfterS))}
 	feed, err := followBatches(ctx, env.st, shardFeed(env.run.Run, shard), g.onFeed)
 	if err != nil {
 		return err
@@ -490,7 +518,7 @@ func (g *gatekeeper) watch(ctx context.Context, now time.Time) {
 		var bestScore float64
 		for i := range workers {
 			w := &workers[i]
-			if w.rec.Observing || w.rec.Busy >= w.rec.Slots {
+			if w.rec.Observing || w.rec.Busy+g.offersTo(w.rec, now) >= w.rec.Slots {
 				continue // offers go to live workers with a free slot
 			}
 			sc := Competence(w.rec.Skills, w.rec.Profile, w.rec.History, t.Tags, agent)
@@ -512,6 +540,7 @@ func (g *gatekeeper) watch(ctx context.Context, now time.Time) {
 			Then: ops,
 		})
 		if err == nil && res.Succeeded {
+			g.offered[best.rec.Worker] = append(g.offered[best.rec.Worker], now)
 			g.wd.offered(task, now)
 			g.decided[task] = true
 			g.env.log.Info("watchdog: task offered", "task", task, "worker", best.rec.Worker, "score", bestScore)

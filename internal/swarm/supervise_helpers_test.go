@@ -3,6 +3,8 @@ package swarm
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -82,12 +84,13 @@ func procsOf(run, task string) []int {
 // waitProcs waits until task of run has at least n processes.
 func waitProcs(t testing.TB, run, task string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	ctx := boundedCtx(t)
 	for len(procsOf(run, task)) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: processes %v, want %d", task, procsOf(run, task), n)
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: processes %v, want %d: %v", task, procsOf(run, task), n, context.Cause(ctx))
+		case <-time.After(20 * time.Millisecond):
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -111,11 +114,34 @@ func (w *waiter) add(ev Event) {
 	}
 }
 
+// testBound caps how long anything one test waits for may take: a run
+// still going after it is cancelled (its agents killed) and a wait gives
+// up, so a hang fails its test with a reason instead of stalling the
+// package until go test's own timeout. It is a safety net, not a
+// performance threshold: every run in this package takes seconds.
+const testBound = 60 * time.Second
+
+// boundedCtx is t's context, ended with a cause after testBound (or a
+// little before the test binary's -timeout, whichever comes first).
+func boundedCtx(t testing.TB) context.Context {
+	t.Helper()
+	bound := testBound
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if dl, ok := d.Deadline(); ok {
+			bound = min(bound, time.Until(dl)*9/10)
+		}
+	}
+	ctx, cancel := context.WithTimeoutCause(t.Context(), bound,
+		fmt.Errorf("%s: still running after %s (a hang)", t.Name(), bound))
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // waitFor blocks until pred holds on the events seen so far, failing the
-// test after a generous timeout (a hang is a bug, not slowness).
+// test once its bound is reached (a hang is a bug, not slowness).
 func (w *waiter) waitFor(t testing.TB, what string, pred func([]Event) bool) {
 	t.Helper()
-	deadline := time.After(2 * time.Minute)
+	ctx := boundedCtx(t)
 	for {
 		w.mu.Lock()
 		ok := pred(w.evs)
@@ -126,8 +152,8 @@ func (w *waiter) waitFor(t testing.TB, what string, pred func([]Event) bool) {
 		select {
 		case <-w.wake:
 		case <-time.After(100 * time.Millisecond):
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s; events: %s", what, w.kinds())
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v; events: %s", what, context.Cause(ctx), w.kinds())
 		}
 	}
 }
@@ -168,7 +194,7 @@ func startBG(t *testing.T, repo *git.Repo, id, src string, cfg Config) func() *R
 		err error
 	}
 	ch := make(chan out, 1)
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx, cancel := context.WithCancel(boundedCtx(t))
 	go func() {
 		rep, err := Start(ctx, cfg, NewRun{ID: id, PlanFile: "plan.yaml", PlanData: []byte(src)})
 		ch <- out{rep, err}
@@ -178,12 +204,9 @@ func startBG(t *testing.T, repo *git.Repo, id, src string, cfg Config) func() *R
 	wait := func() *Report {
 		t.Helper()
 		once.Do(func() {
-			select {
-			case res = <-ch:
-			case <-time.After(3 * time.Minute):
-				cancel()
-				res = <-ch
-				t.Errorf("run %s did not end", id)
+			res = <-ch // Start returns once ctx (bounded) ends at the latest
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				t.Errorf("run %s: %v", id, context.Cause(ctx))
 			}
 		})
 		if res.err != nil {

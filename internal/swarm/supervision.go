@@ -297,15 +297,37 @@ func (r *runner) superviseFailure(t *taskState, reason string) bool {
 		why := fmt.Sprintf("%s (after %s failed: %s)", d.Reason, t.name, clip(reason, 200))
 		r.must(r.st.emit(Event{Kind: EvRestarted, Task: name, Reason: why}))
 		o.notes = append(o.notes, "restarted: "+why)
-		for _, la := range o.live {
-			r.abandon(o, la, errRestart)
-		}
-		o.spec = nil
-		if o.state != stateQueued && o.state != statePending {
-			r.enqueue(&job{t: o, role: RoleWorker})
-		}
+		r.restartMember(o)
 	}
 	return true
+}
+
+// restartMember makes a group's restart of o the only work of o that
+// counts: its live attempts are abandoned (agents stopped, capabilities
+// revoked), its candidates waiting for or held by the integrator go stale
+// with their leases (the integrator refuses them and nothing re-runs for
+// them; one already past the integrator's last fencing check, in its
+// compare-and-swap, lands and is not undone), and o is queued again
+// unless it is still waiting to start.
+func (r *runner) restartMember(o *taskState) {
+	for _, la := range o.live {
+		r.abandon(o, la, errRestart)
+	}
+	for _, req := range r.queue {
+		if req.a.task == o.name {
+			req.stale = true
+		}
+	}
+	if req := r.integrating; req != nil && req.a.task == o.name {
+		req.stale = true
+	}
+	for _, ls := range r.leases.Live(o.name) {
+		r.leases.Release(o.name, ls.Fence)
+	}
+	o.spec = nil
+	if o.state != stateQueued && o.state != statePending {
+		r.enqueue(&job{t: o, role: RoleWorker})
+	}
 }
 
 // afterDone releases what a finished task held and lets its parent know.

@@ -74,7 +74,6 @@ type taskState struct {
 	// task is never done while a child it spawned runs.
 	afterKids func()
 	spec      *speculation // hedged or quorum attempts in progress
-	restart   bool         // a group restart is under way: re-run on return
 	hedge     *time.Timer
 	doneCh    chan struct{} // closed when the receipt is written
 }
@@ -86,7 +85,6 @@ type liveAttempt struct {
 	// it lost a race, a restart or the task's end overtook it); its result
 	// is still handed to the integrator, which refuses its stale fence.
 	abandoned bool
-	keyed     bool // model access was granted (revoke it on abandon)
 }
 
 // edge is a dependency arrow to a dependent task.

@@ -18,8 +18,8 @@ import (
 )
 
 // swarmAgent is the command agent of the swarm tests: it writes files by
-// task, and e and f wait for each other so their writes to shared.txt
-// really conflict.
+// task, and e and f wait for each other (up to ~30 s, for loaded machines)
+// so their writes to shared.txt really conflict.
 const swarmAgent = `set -e
 case "$APIARY_TASK" in
 a) echo a > a.txt ;;
@@ -29,7 +29,7 @@ d) mkdir -p util; printf 'package util\n\nfunc SumAll(xs []int) int {\n\t// the 
 e|f)
   touch "$FLAGS/started-$APIARY_TASK-$APIARY_ATTEMPT"
   if [ "$APIARY_ATTEMPT" = 1 ]; then
-    i=0; while [ ! -e "$FLAGS/started-e-1" ] || [ ! -e "$FLAGS/started-f-1" ]; do i=$((i+1)); [ $i -gt 250 ] && break; sleep 0.02; done
+    i=0; while [ ! -e "$FLAGS/started-e-1" ] || [ ! -e "$FLAGS/started-f-1" ]; do i=$((i+1)); [ $i -gt 1500 ] && break; sleep 0.02; done
   fi
   echo "$APIARY_TASK" >> shared.txt ;;
 g) cp .apiary/envelope.json g-envelope.json ;;
@@ -52,14 +52,13 @@ tasks:
 `
 
 type swarmFixture struct {
-	repo   *git.Repo
-	st     *board.Store
-	dsn    string
-	flags  string
-	plan   string
-	work   string
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	repo  *git.Repo
+	st    *board.Store
+	dsn   string
+	flags string
+	plan  string
+	work  string
+	wg    sync.WaitGroup
 }
 
 func newSwarmFixture(t *testing.T) *swarmFixture {
@@ -107,13 +106,14 @@ func (f *swarmFixture) host(t *testing.T, ctx context.Context, cfg HostConfig) {
 // command agents: every task is integrated exactly once; the simultaneous
 // writes to one file make a conflict record whose hint awaits review and a
 // second attempt; the duplicate function is reported; the intents of the
-// colliding tasks overlap; receipts are on disk and no worktree is left.
+// colliding tasks overlap; the hot file and the utility index are
+// published; receipts are on disk and no worktree is left.
 func TestSwarmGit(t *testing.T) {
 	t.Parallel()
 	f := newSwarmFixture(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	opts := SwarmOptions{Shards: 2, IntentWaitS: 0.5, OfferAfterS: 5, OpenAfterS: 2}
+	opts := SwarmOptions{Shards: 2, IntentWaitS: 0.5, OfferAfterS: 5, OpenAfterS: 2, Merge: MergeOptions{HotTouches: 2}}
 	r, err := PublishPlan(ctx, PublishConfig{Store: f.st, Repo: f.repo, PlanFile: "plan.yaml", PlanData: []byte(f.plan), Options: opts})
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +165,7 @@ func TestSwarmGit(t *testing.T) {
 	}
 	// The conflict: one of e and f was redone, and its type awaits review.
 	if rep.Task("e").Attempts+rep.Task("f").Attempts != 3 {
-		t.Errorf("attempts e=%d f=%d; want one of them redone once", rep.Task("e").Attempts, rep.Task("f").Attempts)
+		t.Errorf("attempts e=%d f=%d; want one of them redone once (e: %+v, f: %+v)", rep.Task("e").Attempts, rep.Task("f").Attempts, rep.Task("e"), rep.Task("f"))
 	}
 	if len(rep.Conflicts) != 1 || !strings.Contains(rep.Conflicts[0].Type, "overlap:") || len(rep.Hints) != 1 || rep.Hints[0].State != board.HintPending {
 		t.Errorf("conflicts %+v, hints %+v; want one overlap conflict with a pending hint", rep.Conflicts, rep.Hints)
@@ -181,6 +181,22 @@ func TestSwarmGit(t *testing.T) {
 	}
 	if env.Name != "g" || !strings.HasPrefix(env.Inputs.Workspace, "git:") || len(env.Hints) != 0 {
 		t.Errorf("g's envelope %+v", env)
+	}
+	// shared.txt, written by e and f, is hot at two touches here, with a
+	// suggested split task; the utility index lists Sum and SumAll.
+	if len(rep.Hot) != 1 || rep.Hot[0].File != "shared.txt" || rep.Hot[0].Suggestion.ID != "split-shared" {
+		t.Errorf("hot files %+v; want shared.txt with a split-shared suggestion", rep.Hot)
+	}
+	utils, err := ReadUtils(ctx, f.st, r.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, u := range utils {
+		names = append(names, u.Name)
+	}
+	if !slices.Contains(names, "Sum") || !slices.Contains(names, "SumAll") {
+		t.Errorf("utility index %v; want Sum and SumAll", names)
 	}
 	if rep.Merge == nil || rep.Merge.Integrated != len(r.Tasks) || rep.Merge.Conflicts != 1 {
 		t.Errorf("merge stats %+v", rep.Merge)

@@ -194,6 +194,9 @@ func TestMiddleware(t *testing.T) {
 	}
 	resp.Body.Close()
 	seen := <-inner
+	// The server span ends when the handler has returned, which may be
+	// after the client read the answer: Close waits for that.
+	srv.Close()
 	if err := tr.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}

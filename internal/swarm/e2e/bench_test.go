@@ -1,4 +1,4 @@
-package swarm
+package e2e_test
 
 import (
 	"context"
@@ -7,30 +7,35 @@ import (
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/board/connect"
+	"github.com/apiary-dev/apiary/internal/swarm"
 )
 
 // localBench returns a BenchConfig.Open on a fresh local board.
-func localBench(t *testing.T) func(ctx context.Context) (BenchClient, error) {
+func localBench(t *testing.T) func(ctx context.Context) (swarm.BenchClient, error) {
 	dsn := "local:" + filepath.Join(t.TempDir(), "state.db")
-	return func(ctx context.Context) (BenchClient, error) {
+	return func(ctx context.Context) (swarm.BenchClient, error) {
 		st, m, err := connect.OpenMetered(ctx, dsn, connect.Options{})
 		if err != nil {
-			return BenchClient{}, err
+			return swarm.BenchClient{}, err
 		}
 		t.Cleanup(func() { st.Close() })
-		return BenchClient{Store: st, Counts: m.Counts}, nil
+		return swarm.BenchClient{Store: st, Counts: m.Counts}, nil
 	}
 }
 
 // TestBenchSwarmSmall drains a small simulated run both ways on the local
-// board: every task is worked exactly once, and the traffic is counted.
+// board with two board clients (hosts): every task is worked exactly once,
+// and the traffic is counted. It is kept tiny — SQLite under the race
+// detector is slow — and lives here, beside the other multi-client tests,
+// so package swarm's own tests stay fast; `apiary bench swarm` measures the
+// real sizes.
 func TestBenchSwarmSmall(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{BenchSelf, BenchCentral} {
+	for _, mode := range []string{swarm.BenchSelf, swarm.BenchCentral} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			res, err := BenchSwarm(t.Context(), BenchConfig{Mode: mode, Workers: 6, HostSize: 3, Tasks: 40,
-				Work: 5 * time.Millisecond, Shards: 2, Heartbeat: 200 * time.Millisecond, Open: localBench(t), Timeout: time.Minute})
+			res, err := swarm.BenchSwarm(t.Context(), swarm.BenchConfig{Mode: mode, Workers: 4, HostSize: 2, Tasks: 12,
+				Work: 5 * time.Millisecond, Shards: 2, Heartbeat: 200 * time.Millisecond, Open: localBench(t), Timeout: 2 * time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
