@@ -14,17 +14,7 @@ import (
 func bigRepo(b *testing.B, n int) *Repo {
 	b.Helper()
 	r := newRepo(b, nil)
-	for i := range n {
-		p := filepath.Join(r.Dir(), fmt.Sprintf("pkg%02d", i%100), fmt.Sprintf("file%05d.go", i))
-		if i < 100 {
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := os.WriteFile(p, []byte(fmt.Sprintf("package pkg\n\n// File %d.\nconst C%d = %d\n", i, i, i)), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
+	writeSmallFiles(b, r.Dir(), n)
 	sh(b, r.Dir(), nil, "add", "-A")
 	sh(b, r.Dir(), nil, "commit", "--quiet", "-m", "fixture")
 	return r
@@ -69,18 +59,22 @@ func BenchmarkWriteFiles10k(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		dir := filepath.Join(root, fmt.Sprintf("t%d", i))
+		writeSmallFiles(b, filepath.Join(root, fmt.Sprintf("t%d", i)), 10000)
 		i++
-		for j := range 10000 {
-			p := filepath.Join(dir, fmt.Sprintf("pkg%02d", j%100), fmt.Sprintf("file%05d.go", j))
-			if j < 100 {
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := os.WriteFile(p, []byte(fmt.Sprintf("package pkg\n\n// File %d.\nconst C%d = %d\n", j, j, j)), 0o644); err != nil {
+	}
+}
+
+// writeSmallFiles writes n small Go files into 100 directories under dir.
+func writeSmallFiles(b *testing.B, dir string, n int) {
+	for i := range n {
+		p := filepath.Join(dir, fmt.Sprintf("pkg%02d", i%100), fmt.Sprintf("file%05d.go", i))
+		if i < 100 {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 				b.Fatal(err)
 			}
+		}
+		if err := os.WriteFile(p, []byte(fmt.Sprintf("package pkg\n\n// File %d.\nconst C%d = %d\n", i, i, i)), 0o644); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
