@@ -5,9 +5,11 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/git"
+	"github.com/apiary-dev/apiary/internal/supervise"
 )
 
 // BenchmarkDispatch measures the runtime's overhead per task: worktree,
@@ -43,6 +45,7 @@ func BenchmarkIntegrateMerge(b *testing.B) {
 	}
 	r := &runner{s: s, st: newStore(repo.Dir(), "bench", s.now, nil), repo: repo, ref: "refs/heads/main", wt: newGitLock(repo.Dir())}
 	defer r.st.close()
+	r.leases = supervise.NewLeases(s.now, 0)
 	base := sh(b, repo.Dir(), "rev-parse", "main")
 	baseTree := sh(b, repo.Dir(), "rev-parse", "main^{tree}")
 	a := &attempt{run: "bench", task: "t", n: 1, tmpl: &envelope.Envelope{Objective: "x"}, profileName: "nop",
@@ -54,8 +57,16 @@ func BenchmarkIntegrateMerge(b *testing.B) {
 		i++
 		name := fmt.Sprintf("f%06d.txt", i)
 		cand := candidateAdding(b, repo, base, baseTree, name)
+		ls, err := r.leases.Grant("t", "bench", time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		a.fence = ls.Fence
 		b.StartTimer()
 		res := r.integrate(ctx, &integRequest{a: a, base: base, candidate: cand, changes: []git.Change{{Status: 'A', Path: name}}})
+		b.StopTimer()
+		r.leases.Release("t", ls.Fence)
+		b.StartTimer()
 		if res.outcome != outIntegrated || (i > 1 && res.kind != Merge) {
 			b.Fatalf("outcome %d kind %s: %v", res.outcome, res.kind, res.err)
 		}
