@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/git"
@@ -50,11 +51,17 @@ back for one correction) and runs it with the worker profile. Profiles are
 the built-ins (claude, codex, gemini, aider) or those of --agents FILE, a
 YAML mapping like a plan's agents:.
 
-Until apiary's gateway is wired in, agents reach the models directly: every
-agent gets --model-url (default $ANTHROPIC_BASE_URL) and the key in
-$APIARY_MODEL_KEY (else $ANTHROPIC_API_KEY), and usage is taken from the
-agents' own reports. Claude Code agents also get apiary's MCP write surface
-(apiary mcp) rooted at their worktree and confined to their write scope.`,
+When a model URL (--model-url, default $ANTHROPIC_BASE_URL) or a key
+($APIARY_MODEL_KEY, else $ANTHROPIC_API_KEY) is given, the run starts apiary's
+gateway in-process on loopback in front of that URL (default
+https://api.anthropic.com) with that key: every attempt gets its own virtual
+key carrying its task's USD and token budget, the agents never see the real
+key, all of them share the gateway's admission, pacing and retries, and each
+task's tokens and USD in the report come from the gateway's ledger
+(.apiary/gateway.db; see apiary gateway usage --ledger). --no-gateway hands
+the agents the URL and key directly instead (usage then comes from the agents'
+own reports). Claude Code agents also get apiary's MCP write surface (apiary
+mcp) rooted at their worktree and confined to their write scope.`,
 		setup: func(fs *flag.FlagSet) runFunc {
 			f := runFlags{}
 			fs.BoolVar(&f.json, "json", false, "print the report as JSON")
@@ -68,6 +75,8 @@ agents' own reports. Claude Code agents also get apiary's MCP write surface
 			fs.StringVar(&f.worker, "worker", "", "planner mode: the workers' agent `PROFILE`")
 			fs.StringVar(&f.agents, "agents", "", "agent profiles `FILE` (YAML mapping of name to profile)")
 			fs.StringVar(&f.modelURL, "model-url", "", "base `URL` of the model API the agents use (default $ANTHROPIC_BASE_URL)")
+			fs.BoolVar(&f.noGateway, "no-gateway", false, "give agents the model URL and key directly, without the run's gateway")
+			fs.Var(&f.agentBins, "agent-bin", "`KIND=PATH`: run agents of KIND (claude, codex, gemini, aider) from PATH (repeatable)")
 			f.sup.register(fs)
 			swarmRunFlags(fs, &f.swarm)
 			fs.StringVar(&f.dash, "dash", "", "serve the dashboard on `ADDR` (e.g. 127.0.0.1:7421) while the run goes on")
@@ -86,6 +95,8 @@ type runFlags struct {
 	reconcile             string
 	goal, planner, worker string
 	agents, modelURL      string
+	noGateway             bool
+	agentBins             stringList
 	sup                   supFlags
 	swarm                 swarmFlags
 	dash                  string
@@ -123,13 +134,38 @@ func (f *runFlags) run(ctx context.Context, e *env, args []string) error {
 	if key == "" {
 		key = e.getenv("ANTHROPIC_API_KEY")
 	}
-	if url != "" || key != "" {
+	for _, kv := range f.agentBins {
+		kind, bin, ok := strings.Cut(kv, "=")
+		if !ok || kind == "" || bin == "" {
+			return usagef("--agent-bin %q: want KIND=PATH", kv)
+		}
+		if cfg.AgentBin == nil {
+			cfg.AgentBin = map[string]string{}
+		}
+		cfg.AgentBin[kind] = bin
+	}
+	agentURL := url // where the agents' model requests go
+	switch {
+	case url == "" && key == "":
+		// The agents' own configuration reaches the models.
+	case f.noGateway:
 		cfg.Models = directAccess{baseURL: url, key: key}
+	default:
+		access, stop, err := startRunGateway(ctx, runGatewayLedger(root), url, key, e.stderr)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				fmt.Fprintf(e.stderr, "apiary: run gateway: %v\n", err)
+			}
+		}()
+		cfg.Models, agentURL = access, access.url
 	}
 	if ws, err := newMCPSurface(root); err == nil {
 		cfg.Writes = ws
 	}
-	if err := f.sup.apply(e, &cfg, url); err != nil {
+	if err := f.sup.apply(e, &cfg, agentURL); err != nil {
 		return err
 	}
 	id := f.resume

@@ -39,6 +39,8 @@ type Row struct {
 	Estimated        bool
 	MicroUSD         int64
 	TraceID          string
+
+	ack chan struct{} // set only on Flush's marker, which is not a row
 }
 
 // Ledger appends request rows to SQLite. Rows are queued and written in
@@ -138,6 +140,23 @@ func NewLedger(db *sql.DB) *Ledger {
 // Record queues a row. It must not be called after Close.
 func (l *Ledger) Record(r Row) { l.rows <- r }
 
+// Flush returns once every row recorded before it is written (or ctx ends).
+// It must not be called after Close.
+func (l *Ledger) Flush(ctx context.Context) error {
+	ack := make(chan struct{})
+	select {
+	case l.rows <- Row{ack: ack}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-ack:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Close writes every queued row and stops the writer; it returns the first
 // write error, if any.
 func (l *Ledger) Close() error {
@@ -154,32 +173,69 @@ func (l *Ledger) run() {
 		defer l.insert.Close()
 	}
 	batch := make([]Row, 0, 256)
+	var acks []chan struct{}
+	// add takes r into the batch, or a Flush's marker into acks; it reports
+	// whether the batch must be written now.
+	add := func(r Row) bool {
+		if r.ack != nil {
+			acks = append(acks, r.ack)
+			return true
+		}
+		batch = append(batch, r)
+		return len(batch) == cap(batch)
+	}
 	linger := time.NewTimer(ledgerLinger)
 	for r := range l.rows {
-		batch = append(batch[:0], r)
+		batch, acks = batch[:0], acks[:0]
 		// Gather what arrives for a moment into the same transaction.
+		now := add(r)
 		linger.Reset(ledgerLinger)
 	drain:
-		for len(batch) < cap(batch) {
+		for !now {
 			select {
 			case r, ok := <-l.rows:
 				if !ok {
 					break drain
 				}
-				batch = append(batch, r)
+				now = add(r)
 			case <-linger.C:
 				break drain
 			}
 		}
 		linger.Stop()
-		if err := l.write(batch); err != nil {
-			l.mu.Lock()
-			if l.err == nil {
-				l.err = err
+		if len(batch) > 0 {
+			if err := l.write(batch); err != nil {
+				l.mu.Lock()
+				if l.err == nil {
+					l.err = err
+				}
+				l.mu.Unlock()
 			}
-			l.mu.Unlock()
+		}
+		for _, a := range acks {
+			close(a)
 		}
 	}
+}
+
+// KeyUsage is what the ledger holds for one virtual key.
+type KeyUsage struct {
+	Requests     int64
+	InputTokens  int64 // including cache writes and reads
+	OutputTokens int64
+	MicroUSD     int64
+}
+
+// UsageOfKey sums the ledger rows of one virtual key (by its id). Call
+// Ledger.Flush first to include requests just finished.
+func UsageOfKey(ctx context.Context, db *sql.DB, keyID string) (KeyUsage, error) {
+	var u KeyUsage
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(input_tokens + cache_write_tokens + cache_read_tokens), 0), COALESCE(SUM(output_tokens), 0), COALESCE(SUM(usd_micro), 0) FROM gateway_requests WHERE key_id = ?`, keyID).
+		Scan(&u.Requests, &u.InputTokens, &u.OutputTokens, &u.MicroUSD)
+	if err != nil {
+		return KeyUsage{}, fmt.Errorf("gateway: ledger usage of %s: %w", keyID, err)
+	}
+	return u, nil
 }
 
 func (l *Ledger) write(batch []Row) error {
