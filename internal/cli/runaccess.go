@@ -25,12 +25,23 @@ import (
 // the attempt's usage is read back from the gateway's ledger by key.
 type gatewayAccess struct {
 	url    string // the gateway's base URL
+	gw     *gateway.Gateway
 	db     *sql.DB
 	ledger *gateway.Ledger
 	now    func() time.Time
 }
 
-var _ swarm.ModelAccess = (*gatewayAccess)(nil)
+var (
+	_ swarm.ModelAccess   = (*gatewayAccess)(nil)
+	_ swarm.AccessRevoker = (*gatewayAccess)(nil)
+)
+
+// Revoke ends an attempt's key: refused from now on, its requests in
+// flight aborted upstream.
+func (a *gatewayAccess) Revoke(ctx context.Context, keyID string) error {
+	_, err := a.gw.RevokeKey(ctx, keyID)
+	return err
+}
 
 func (a *gatewayAccess) Grant(ctx context.Context, ref swarm.TaskRef, b envelope.Budget) (swarm.Access, error) {
 	task := ref.Task
@@ -115,7 +126,7 @@ func startRunGateway(ctx context.Context, ledgerPath, upstream, key string, logw
 		}
 		return err
 	}
-	return &gatewayAccess{url: "http://" + l.Addr().String(), db: db, ledger: ledger, now: time.Now}, stop, nil
+	return &gatewayAccess{url: "http://" + l.Addr().String(), gw: g, db: db, ledger: ledger, now: time.Now}, stop, nil
 }
 
 // runGatewayLedger is where a repository's run gateway keeps its keys and

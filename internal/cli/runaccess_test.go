@@ -98,6 +98,10 @@ func TestRunThroughGateway(t *testing.T) {
 	if err != nil || len(keys) != 1 || !strings.HasSuffix(keys[0].Agent, "/hello/a1") || keys[0].BudgetMicro != 5_000_000 {
 		t.Fatalf("virtual keys %+v, %v", keys, err)
 	}
+	// The attempt is over: its key no longer works.
+	if !keys[0].Revoked {
+		t.Errorf("the finished attempt's key %s is not revoked", keys[0].ID)
+	}
 	u, err := gateway.UsageOfKey(ctx, db, keys[0].ID)
 	if err != nil {
 		t.Fatal(err)

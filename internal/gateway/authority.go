@@ -126,7 +126,17 @@ func (g *Gateway) authorize(r *http.Request, id *identity, up *upstream) (contex
 	text := r.Header.Get(HeaderCapability)
 	r.Header.Del(HeaderCapability)
 	if a == nil {
-		return r.Context(), func() {}, nil
+		if id.vkey == nil {
+			return r.Context(), func() {}, nil
+		}
+		// Tracked by key, so that revoking the key aborts it (RevokeKey).
+		ctx, cancel := context.WithCancelCause(r.Context())
+		f := &flight{keyID: id.keyID, cancel: cancel}
+		g.flights.add(f)
+		return ctx, func() {
+			g.flights.remove(f)
+			cancel(nil)
+		}, nil
 	}
 	var tok *capability.Token
 	if text != "" {
@@ -183,4 +193,58 @@ func (g *Gateway) spendOf(id *identity) capability.Spend {
 		s.Tokens = st.Spent + st.Reserved
 	}
 	return s
+}
+
+// keyFlights are the requests in flight that present a virtual key, when
+// the gateway has no Authority (which tracks its own).
+type keyFlights struct {
+	mu sync.Mutex
+	m  map[*flight]struct{}
+}
+
+func (k *keyFlights) add(f *flight) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = map[*flight]struct{}{}
+	}
+	k.m[f] = struct{}{}
+}
+
+func (k *keyFlights) remove(f *flight) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.m, f)
+}
+
+func (k *keyFlights) abort(keyID string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n := 0
+	for f := range k.m {
+		if f.keyID == keyID {
+			f.cancel(ErrAborted)
+			n++
+		}
+	}
+	return n
+}
+
+// RevokeKey revokes virtual key id for good: requests presenting it are
+// refused from now on, and those in flight are aborted, upstream too, with
+// ErrAborted as the cause (a stream the client is reading ends with the
+// provider's in-stream error). It returns how many were aborted. This is how
+// a cancelled task stops spending at once.
+func (g *Gateway) RevokeKey(ctx context.Context, id string) (int, error) {
+	if g.cfg.DB != nil {
+		if err := RevokeKey(ctx, g.cfg.DB, id); err != nil {
+			return 0, err
+		}
+	}
+	g.keys.revoked(id)
+	n := g.flights.abort(id)
+	if a := g.cfg.Authority; a != nil {
+		n += a.Abort(nil, id)
+	}
+	return n, nil
 }

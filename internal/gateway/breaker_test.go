@@ -90,7 +90,8 @@ func TestBreakerWaits(t *testing.T) {
 // SSE are streamed, not buffered, and metered.
 func TestStreamingFramings(t *testing.T) {
 	t.Parallel()
-	_, up := fake(t, llmfake.Config{Faults: llmfake.Faults{EventDelay: 20 * time.Millisecond}})
+	const delay = 50 * time.Millisecond
+	_, up := fake(t, llmfake.Config{Faults: llmfake.Faults{EventDelay: delay}})
 	g := start(t, Config{Upstreams: []Upstream{{Name: "ollama", URL: up, Provider: llmapi.Ollama}, {Name: "gemini", URL: up, Provider: llmapi.Gemini}}})
 	c := noKeepAlive(t)
 	for _, tt := range []struct{ path, body string }{
@@ -113,9 +114,10 @@ func TestStreamingFramings(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s: %d %s", tt.path, resp.StatusCode, rest)
 		}
-		// Events are 20 ms apart: a buffering proxy would deliver the first
-		// byte only with the last.
-		if total-first < 40*time.Millisecond {
+		// Events are delay apart: a buffering proxy would deliver the first
+		// byte only with the last, a streaming one at least one delay
+		// before it.
+		if total-first < delay {
 			t.Errorf("%s: first byte at %v, end at %v: the stream was buffered", tt.path, first, total)
 		}
 	}

@@ -179,6 +179,7 @@ type Gateway struct {
 	byName    map[string]*upstream
 	prices    *llmapi.PriceTable
 	keys      *keyring
+	flights   keyFlights // requests in flight by virtual key (no Authority)
 	budgets   *budgets
 	metrics   *metrics
 	proxy     *httputil.ReverseProxy

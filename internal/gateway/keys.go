@@ -152,3 +152,16 @@ func (kr *keyring) reload(ctx context.Context) error {
 	kr.mu.Unlock()
 	return nil
 }
+
+// revoked marks key id revoked in the cache, so that it is refused at once
+// even before the table is read again.
+func (kr *keyring) revoked(id string) {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	for h, k := range kr.byHash {
+		if k.ID == id {
+			k.Revoked = true
+			kr.byHash[h] = k
+		}
+	}
+}

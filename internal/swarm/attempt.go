@@ -150,6 +150,10 @@ func (r *runner) runAttempt(a *attempt) (res *attemptResult) {
 		}
 		spec.BaseURL, spec.APIKey, keyID = acc.BaseURL, acc.APIKey, acc.KeyID
 	}
+	revokeAccess := func() {}
+	if r.s.Models != nil {
+		revokeAccess = endAccess(ctx, r.s.Models, keyID)
+	}
 	if r.s.Writes != nil && a.profile.Kind == agent.KindClaude {
 		cfg, tools, err := r.mcpConfig(a, env)
 		if err != nil {
@@ -166,6 +170,7 @@ func (r *runner) runAttempt(a *attempt) (res *attemptResult) {
 	stopBeat := r.heartbeat(ctx, a)
 	ar, err := agent.Run(actx, spec)
 	cancel()
+	revokeAccess()
 	stopBeat()
 	_ = r.leases.Pin(a.task, a.fence) // the runtime holds it now; a stale one fails at the integrator
 	if ctx.Err() != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/agent"
@@ -58,6 +59,34 @@ type Usage struct {
 type ModelAccess interface {
 	Grant(ctx context.Context, ref TaskRef, budget envelope.Budget) (Access, error)
 	Usage(ctx context.Context, keyID string) (Usage, error)
+}
+
+// AccessRevoker is a ModelAccess that can end one attempt's access at once:
+// its key is refused from then on and its requests in flight are aborted,
+// upstream too. The runtime revokes an attempt's access the moment the
+// attempt is cancelled (before its agent's grace period runs out) and when
+// its agent has exited, so no cancelled task keeps spending.
+type AccessRevoker interface {
+	Revoke(ctx context.Context, keyID string) error
+}
+
+// endAccess arranges for m to revoke keyID when ctx is cancelled, and
+// returns the function that revokes it at once (call it when the agent
+// has exited). Without an AccessRevoker or a key it does nothing.
+func endAccess(ctx context.Context, m ModelAccess, keyID string) func() {
+	rv, ok := m.(AccessRevoker)
+	if !ok || keyID == "" {
+		return func() {}
+	}
+	var once sync.Once
+	revoke := func() {
+		once.Do(func() { _ = rv.Revoke(context.WithoutCancel(ctx), keyID) })
+	}
+	stop := context.AfterFunc(ctx, revoke)
+	return func() {
+		stop()
+		revoke()
+	}
 }
 
 // WriteSurface gives an agent apiary's MCP write surface rooted at its

@@ -192,6 +192,7 @@ func (x *GitExecutor) Execute(ctx context.Context, j *Job) (Outcome, error) {
 			return Outcome{}, fmt.Errorf("model access: %w", err)
 		}
 		spec.BaseURL, spec.APIKey = acc.BaseURL, acc.APIKey
+		defer endAccess(ctx, x.Models, acc.KeyID)()
 	}
 	if x.Writes != nil && prof.Kind == agent.KindClaude {
 		if spec.MCPConfig, spec.AllowedTools, err = x.Writes.MCPConfig(wt, env.Authority.WriteScope); err != nil {
