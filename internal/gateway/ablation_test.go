@@ -99,12 +99,14 @@ func parallel(t *testing.T, n int, f func()) {
 // against ten per window all succeed in the first window, with no 429.
 func TestEdgeFaultRetryKeepsPlace(t *testing.T) {
 	t.Parallel()
-	fs, up := fake(t, llmfake.Config{TimeScale: 2.0 / 60, Limits: llmfake.Limits{RPM: 10},
+	fs, up := fake(t, llmfake.Config{TimeScale: 10.0 / 60, Limits: llmfake.Limits{RPM: 10},
 		Faults: llmfake.Faults{Edge: true, ErrorRate: 0.3, ErrorStatuses: []int{502}, ResetRate: 0.1}})
-	// Backoff short against the 2 s window: the test is about where the
+	// Backoff short against the 10 s window: the test is about where the
 	// retries are charged, not about how long they wait.
-	g := start(t, Config{Upstreams: []Upstream{{Name: "a", URL: up, Provider: llmapi.Anthropic, MaxConcurrency: 3, Window: 2 * time.Second}},
+	g := start(t, Config{Upstreams: []Upstream{{Name: "a", URL: up, Provider: llmapi.Anthropic, MaxConcurrency: 3, Window: 10 * time.Second}},
 		NoBreaker: true, MaxAttempts: 30, RetryBase: 5 * time.Millisecond, RetryCap: 20 * time.Millisecond})
+	// Window 0 starts now, with the burst, however long the set-up took.
+	fs.Reset()
 	parallel(t, 10, func() {
 		if st, body, _ := post(t, noKeepAlive(t), g.URL+"/v1/messages", smallBody); st != 200 {
 			t.Errorf("status %d %s", st, body)
