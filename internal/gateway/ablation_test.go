@@ -103,7 +103,9 @@ func TestEdgeFaultRetryKeepsPlace(t *testing.T) {
 		Faults: llmfake.Faults{Edge: true, ErrorRate: 0.3, ErrorStatuses: []int{502}, ResetRate: 0.1}})
 	// Backoff short against the 10 s window: the test is about where the
 	// retries are charged, not about how long they wait.
-	g := start(t, Config{Upstreams: []Upstream{{Name: "a", URL: up, Provider: llmapi.Anthropic, MaxConcurrency: 3, Window: 10 * time.Second}},
+	// The limit is configured: learning it from the first answers counts
+	// the requests then in flight conservatively, which is not under test.
+	g := start(t, Config{Upstreams: []Upstream{{Name: "a", URL: up, Provider: llmapi.Anthropic, MaxConcurrency: 3, Window: 10 * time.Second, RPM: 10}},
 		NoBreaker: true, MaxAttempts: 30, RetryBase: 5 * time.Millisecond, RetryCap: 20 * time.Millisecond})
 	// Window 0 starts now, with the burst, however long the set-up took.
 	fs.Reset()

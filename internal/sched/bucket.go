@@ -291,11 +291,8 @@ func (b *Bucket) Observe(limit, remaining int64, reset, sent time.Time) {
 // our own count already (which the estimate can only raise), and adding the
 // ones sent after the observed request would count twice every one of them
 // the server saw first. When this observation is the one that teaches the
-// limit, nothing was counted locally before it: for a request marked sent,
-// the debits after its send are added (the server had counted those sent
-// before it, barring a reordering on the way, which costs a 429 and a
-// retry); otherwise all our debits but its own are added: some may be
-// counted twice, none is missed.
+// limit, nothing was counted locally before it, so all our debits but its
+// own are added: some may be counted twice, none is missed.
 func (b *Bucket) observe(limit, remaining int64, reset, sent time.Time, own, after float64, marked bool) {
 	learning := b.capacity == 0
 	if limit > 0 {
@@ -309,12 +306,6 @@ func (b *Bucket) observe(limit, remaining int64, reset, sent time.Time, own, aft
 	covered := true
 	if after >= 0 && b.mode == Step {
 		switch {
-		case learning && marked:
-			// The server had seen what we sent before the observed
-			// request (it counts on arrival); what we sent after it or
-			// have not sent yet is unseen. Counting those sent before as
-			// unseen too would leave their slots unused in this window.
-			later = max(b.seq-after, 0)
 		case learning:
 			// Ours in flight may have reached the server before or
 			// after the observed one: count all but it as unseen.

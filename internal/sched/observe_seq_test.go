@@ -184,25 +184,3 @@ func TestResendReadsFiguresFromTheRetry(t *testing.T) {
 		}
 	}
 }
-
-// TestObserveLearnsFromALaterSend: the answer that teaches the limit comes
-// from the fourth of five requests sent in order; the server had counted
-// the first four, so only the fifth is unseen: the window still holds five,
-// not two.
-func TestObserveLearnsFromALaterSend(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := NewLimiter(LimiterConfig{Refill: Step})
-	var rs []*Reservation
-	for range 5 {
-		r := l.Reserve(now, Cost{Requests: 1})
-		rs = append(rs, &r)
-	}
-	for _, r := range rs {
-		r.Sent()
-	}
-	rs[3].Observe(Requests, 10, 6, now.Add(time.Minute))
-	if got := l.Stats(Requests, now).Available; got != 5 {
-		t.Fatalf("available %v, want 5 (10 less the 5 sent)", got)
-	}
-}
