@@ -78,7 +78,7 @@ func TestRunThroughGateway(t *testing.T) {
 	if len(rep.Tasks) != 1 || rep.Tasks[0].Status != "succeeded" {
 		t.Fatalf("tasks %+v\n%s", rep.Tasks, stderr.String())
 	}
-	if got := show(t, repo, "main:hello.txt"); got != "hello through the gateway\n" {
+	if got := gitOut(t, repo, "show", "main:hello.txt"); got != "hello through the gateway\n" {
 		t.Errorf("hello.txt on main = %q", got)
 	}
 
@@ -110,16 +110,6 @@ func TestRunThroughGateway(t *testing.T) {
 	if u.Requests == 0 || tu.InputTokens != u.InputTokens || tu.OutputTokens != u.OutputTokens {
 		t.Errorf("task usage %+v, ledger %+v", tu, u)
 	}
-}
-
-// show returns a file at a revision of repo.
-func show(t *testing.T, repo, spec string) string {
-	t.Helper()
-	out, err := exec.CommandContext(t.Context(), "git", "-C", repo, "show", spec).Output()
-	if err != nil {
-		t.Fatalf("git show %s: %v", spec, err)
-	}
-	return string(out)
 }
 
 func keysOf(m map[string]llmfake.KeyStats) []string {

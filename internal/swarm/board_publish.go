@@ -99,7 +99,7 @@ func PublishPlan(ctx context.Context, cfg PublishConfig) (*SwarmRun, error) {
 	prio := p.BottomLevels()
 	specs := make([]publishSpec, 0, len(p.Tasks))
 	for _, pt := range p.Tasks {
-		env := swarmTemplate(pt)
+		env := templateOf(pt)
 		if env.TaskID, err = envelope.NewTaskID(now(), rnd); err != nil {
 			return nil, err
 		}
@@ -110,22 +110,6 @@ func PublishPlan(ctx context.Context, cfg PublishConfig) (*SwarmRun, error) {
 		return nil, err
 	}
 	return r, nil
-}
-
-// swarmTemplate is a plan task's envelope template.
-func swarmTemplate(pt *plan.Task) *envelope.Envelope {
-	return &envelope.Envelope{
-		Objective: pt.Objective,
-		Inputs:    envelope.Inputs{Paths: pt.Inputs},
-		Authority: envelope.Authority{WriteScope: pt.WriteScope, Network: envelope.NetworkGateway},
-		Budget:    pt.Budget,
-		Completion: envelope.Completion{Checks: pt.Checks, CheckTimeoutS: pt.CheckTimeoutS,
-			Forbidden: pt.Forbidden, Sealed: pt.Sealed},
-		Deps:   pt.Deps,
-		Agent:  envelope.AgentRef{Profile: pt.Agent},
-		LeaseS: pt.LeaseS,
-		Tags:   pt.Tags,
-	}
 }
 
 // WaitRun follows run's tasks until every one has ended, calling onTask
