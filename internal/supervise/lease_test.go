@@ -118,6 +118,9 @@ func TestLeaseHeartbeatAndWatch(t *testing.T) {
 		if !errors.Is(err, ErrLapsed) && !errors.Is(err, ErrStaleFence) {
 			t.Errorf("heartbeat ended with %v", err)
 		}
+		// The heartbeat may see the lapse at the very instant the watcher
+		// is woken for it: let the watcher run before stopping it.
+		synctest.Wait()
 		cancel()
 		wg.Wait()
 		if len(lapses) != 1 || lapses[0].Fence != ls.Fence {
