@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 // independent client on one board):
 //
 //   - Claim: one client claims and releases task after task (claims/s).
+//   - ClaimParallel: 16 goroutines of one client claim and release
+//     distinct tasks (claims/s).
 //   - ClaimContended: 4 clients race for every task; one wins (claims/s).
 //   - WatchLatency: the time from starting a Put to its event arriving at a
 //     watcher on another client (ns/op).
@@ -33,6 +36,32 @@ func Bench(b *testing.B, connect func() *board.Store) {
 			}
 			i++
 		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "claims/s")
+	})
+	b.Run("ClaimParallel", func(b *testing.B) {
+		// 16 goroutines of one client claiming and releasing distinct tasks,
+		// as the in-process workers of one host do.
+		s := connect()
+		ctx := b.Context()
+		var next atomic.Int64
+		base := i
+		b.ReportAllocs()
+		b.SetParallelism(8) // 16 goroutines on 2 CPUs
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				task := fmt.Sprint("parallel-", base, "-", next.Add(1))
+				c, err := s.Claim(ctx, task, "w", 1, time.Minute)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if err := s.Release(ctx, c); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		i += int(next.Load())
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "claims/s")
 	})
 	b.Run("ClaimContended", func(b *testing.B) {

@@ -87,9 +87,14 @@ type backend struct {
 	wconn    *sql.Conn // the connection every write uses
 	wsync    string    // its current PRAGMA synchronous
 
+	qmu   sync.Mutex
+	queue []*writeReq // writes waiting for a leader to commit them
+
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced when the revision advances
 	seen    int64         // highest revision announced on changed
+
+	tail tail // the newest events, shared by this store's watches
 
 	wakeReaper chan struct{} // buffered 1: a new lease may be due sooner, or a watch began
 	watches    atomic.Int32  // active watches: while > 0 the reaper polls

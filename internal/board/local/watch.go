@@ -57,8 +57,24 @@ func (b *backend) Watch(ctx context.Context, prefix string, from int64, yield fu
 // readEvents returns the events under prefix with revisions next..upto, where
 // upto is at most watchBatch revisions past next and at most head, the
 // current revision. It fails with ErrCompacted if next is below the
-// compaction point.
+// compaction point. Recent revisions come from the store's shared copy of
+// the log's tail; older ones from the log itself.
 func (b *backend) readEvents(ctx context.Context, prefix string, next int64) (evs []board.Event, upto, head int64, err error) {
+	b.mu.Lock()
+	want := b.seen
+	b.mu.Unlock()
+	if err := b.catchUp(ctx, want); err != nil {
+		return nil, 0, 0, err
+	}
+	evs, upto, head, served, err := b.tail.read(prefix, next)
+	if served || err != nil {
+		return evs, upto, head, err
+	}
+	return b.readLog(ctx, prefix, next)
+}
+
+// readLog is readEvents from the event log.
+func (b *backend) readLog(ctx context.Context, prefix string, next int64) (evs []board.Event, upto, head int64, err error) {
 	tx, err := b.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, 0, 0, err
@@ -87,14 +103,10 @@ func (b *backend) readEvents(ctx context.Context, prefix string, next int64) (ev
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var ev board.Event
-		var typ int
-		var key []byte
-		var lease int64
-		if err := rows.Scan(&ev.Revision, &typ, &key, &ev.Value, &ev.CreateRevision, &lease); err != nil {
+		ev, err := scanEvent(rows)
+		if err != nil {
 			return nil, 0, 0, err
 		}
-		ev.Type, ev.Key, ev.Lease = board.EventType(typ), string(key), board.LeaseID(lease)
 		evs = append(evs, ev)
 	}
 	return evs, upto, head, rows.Err()

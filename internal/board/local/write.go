@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/board"
@@ -24,9 +25,10 @@ type writer struct {
 // errNeedsDurable: a non-durable write would have moved the revision.
 var errNeedsDurable = errors.New("local: write needs a durable commit")
 
-// write runs fn in a BEGIN IMMEDIATE transaction and commits it if fn
-// returns nil. The revision advances as fn's changes require; watchers are
-// woken after the commit.
+// write runs fn in a BEGIN IMMEDIATE transaction (shared with the other
+// writes queued at the time, see writeOnce) and commits it if fn returns
+// nil. The revision advances as fn's changes require; watchers are woken
+// after the commit.
 //
 // A durable write (synchronous=FULL) is fsynced before it returns; it first
 // reaps the leases past their deadline. A write that leaves the revision
@@ -44,20 +46,106 @@ func (b *backend) write(ctx context.Context, durable bool, fn func(*writer) erro
 	return err
 }
 
+// writeReq is one write waiting for its commit.
+type writeReq struct {
+	durable bool
+	fn      func(*writer) error
+	state   atomic.Int32 // reqQueued, then reqTaken by a leader or reqDropped by its caller
+	done    chan struct{}
+	err     error // set before done is closed
+}
+
+const (
+	reqQueued int32 = iota
+	reqTaken
+	reqDropped
+)
+
+// writeOnce queues fn and waits for its outcome. Writes are group-committed:
+// whichever waiting writer gets the write lock leads — it takes every queued
+// write, runs each inside its own savepoint of one transaction (so a
+// failing write is undone alone) and commits them with one fsync. A busy
+// store thus pays one fsync per batch, not per write, and every write still
+// takes its own revisions exactly as if it had run alone.
+//
+// A write taken into a batch is no longer cancelled by its ctx (an
+// interrupted SQLite statement would roll back the whole batch); its caller
+// waits for the batch's outcome. Until then, ctx abandons it.
 func (b *backend) writeOnce(ctx context.Context, durable bool, fn func(*writer) error) error {
 	if b.isClosed() {
 		return board.ErrClosed
 	}
-	select {
-	case b.writeSem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-b.life.Done():
-		return board.ErrClosed
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	defer func() { <-b.writeSem }()
+	r := &writeReq{durable: durable, fn: fn, done: make(chan struct{})}
+	b.qmu.Lock()
+	b.queue = append(b.queue, r)
+	b.qmu.Unlock()
+	for {
+		select {
+		case <-r.done:
+			return r.err
+		case b.writeSem <- struct{}{}:
+			b.lead()
+			<-b.writeSem
+		case <-ctx.Done():
+			if r.state.CompareAndSwap(reqQueued, reqDropped) {
+				return ctx.Err()
+			}
+			<-r.done
+			return r.err
+		case <-b.life.Done():
+			if r.state.CompareAndSwap(reqQueued, reqDropped) {
+				return board.ErrClosed
+			}
+			<-r.done
+			return r.err
+		}
+	}
+}
+
+// maxBatch bounds the writes one commit takes.
+const maxBatch = 128
+
+// lead commits the queued writes, at most maxBatch of them; the caller
+// holds writeSem.
+func (b *backend) lead() {
+	b.qmu.Lock()
+	n := min(len(b.queue), maxBatch)
+	taken := b.queue[:n:n]
+	b.queue = append([]*writeReq(nil), b.queue[n:]...)
+	b.qmu.Unlock()
+	batch := taken[:0]
+	for _, r := range taken {
+		if r.state.CompareAndSwap(reqQueued, reqTaken) {
+			batch = append(batch, r)
+		}
+	}
+	if len(batch) == 0 {
+		return
+	}
+	if err := b.commit(batch); err != nil {
+		for _, r := range batch {
+			r.err = b.dbErr(err) // nothing of the batch was committed
+		}
+	}
+	for _, r := range batch {
+		close(r.done)
+	}
+}
+
+// commit runs batch in one transaction, each write in a savepoint, and
+// commits it. It sets the error of each write that failed alone; an error
+// it returns undid the whole batch.
+func (b *backend) commit(batch []*writeReq) error {
 	if b.isClosed() {
 		return board.ErrClosed
+	}
+	ctx := b.life
+	durable := false
+	for _, r := range batch {
+		durable = durable || r.durable
 	}
 	mode := "NORMAL"
 	if durable {
@@ -65,42 +153,70 @@ func (b *backend) writeOnce(ctx context.Context, durable bool, fn func(*writer) 
 	}
 	if b.wsync != mode {
 		if _, err := b.wconn.ExecContext(ctx, "PRAGMA synchronous = "+mode); err != nil {
-			return b.dbErr(err)
+			return err
 		}
 		b.wsync = mode
 	}
 	tx, err := b.wconn.BeginTx(ctx, nil)
 	if err != nil {
-		return b.dbErr(err)
+		return err
 	}
 	defer tx.Rollback()
 	w := &writer{ctx: ctx, tx: tx, now: b.clock.Now().UnixNano()}
 	start, err := metaValue(ctx, tx, "revision")
 	if err != nil {
-		return b.dbErr(err)
+		return err
 	}
 	w.rev = start
 	if durable {
 		if err := w.reap(); err != nil {
-			return b.dbErr(err)
+			return err
 		}
 	}
-	if err := fn(w); err != nil {
-		return b.dbErr(err)
-	}
-	if w.rev != start && !durable {
-		return errNeedsDurable // rolled back by the deferred Rollback
+	alone := len(batch) == 1
+	for _, r := range batch {
+		if !alone {
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+				return err
+			}
+		}
+		before := w.rev
+		w.group()
+		err := r.fn(w)
+		if err == nil && !durable && w.rev != before {
+			err = errNeedsDurable // its caller runs it again, durably
+		}
+		if err == nil {
+			if !alone {
+				if _, err := tx.ExecContext(ctx, "RELEASE w"); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if alone {
+			return err
+		}
+		r.err = b.dbErr(err)
+		if _, err := tx.ExecContext(ctx, "ROLLBACK TO w"); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE w"); err != nil {
+			return err
+		}
+		w.rev = before
+		w.group()
 	}
 	if w.rev != start {
 		if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE name = 'revision'`, w.rev); err != nil {
-			return b.dbErr(err)
+			return err
 		}
 	}
 	if b.beforeCommit != nil {
 		b.beforeCommit()
 	}
 	if err := tx.Commit(); err != nil {
-		return b.dbErr(err)
+		return err
 	}
 	b.announce(w.rev)
 	return nil
@@ -232,7 +348,7 @@ func (b *backend) Txn(ctx context.Context, t board.Txn) (board.TxnResult, error)
 	err := b.write(ctx, true, func(w *writer) error {
 		res = board.TxnResult{Succeeded: true}
 		for _, c := range t.If {
-			kv, err := getKV(ctx, w.tx, c.Key)
+			kv, err := getKV(w.ctx, w.tx, c.Key)
 			if err != nil {
 				return err
 			}
@@ -282,10 +398,10 @@ func (b *backend) Txn(ctx context.Context, t board.Txn) (board.TxnResult, error)
 func (b *backend) Grant(ctx context.Context, ttl time.Duration) (board.LeaseID, error) {
 	var id int64
 	err := b.write(ctx, false, func(w *writer) error {
-		if err := w.tx.QueryRowContext(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'lease' RETURNING value`).Scan(&id); err != nil {
+		if err := w.tx.QueryRowContext(w.ctx, `UPDATE meta SET value = value + 1 WHERE name = 'lease' RETURNING value`).Scan(&id); err != nil {
 			return err
 		}
-		_, err := w.tx.ExecContext(ctx, `INSERT INTO leases (id, ttl, deadline) VALUES (?, ?, ?)`, id, int64(ttl), w.now+int64(ttl))
+		_, err := w.tx.ExecContext(w.ctx, `INSERT INTO leases (id, ttl, deadline) VALUES (?, ?, ?)`, id, int64(ttl), w.now+int64(ttl))
 		return err
 	})
 	if err != nil {
@@ -297,7 +413,7 @@ func (b *backend) Grant(ctx context.Context, ttl time.Duration) (board.LeaseID, 
 
 func (b *backend) Renew(ctx context.Context, id board.LeaseID) error {
 	return b.write(ctx, false, func(w *writer) error {
-		res, err := w.tx.ExecContext(ctx, `UPDATE leases SET deadline = ? + ttl WHERE id = ? AND deadline > ?`, w.now, int64(id), w.now)
+		res, err := w.tx.ExecContext(w.ctx, `UPDATE leases SET deadline = ? + ttl WHERE id = ? AND deadline > ?`, w.now, int64(id), w.now)
 		if err != nil {
 			return err
 		}
@@ -314,7 +430,7 @@ func (b *backend) Renew(ctx context.Context, id board.LeaseID) error {
 func (b *backend) Revoke(ctx context.Context, id board.LeaseID) error {
 	return b.write(ctx, false, func(w *writer) error {
 		var n int
-		if err := w.tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM leases WHERE id = ?`, int64(id)).Scan(&n); err != nil {
+		if err := w.tx.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM leases WHERE id = ?`, int64(id)).Scan(&n); err != nil {
 			return err
 		}
 		if n == 0 {
@@ -325,18 +441,22 @@ func (b *backend) Revoke(ctx context.Context, id board.LeaseID) error {
 }
 
 func (b *backend) Compact(ctx context.Context, rev int64) error {
-	return b.write(ctx, true, func(w *writer) error {
+	err := b.write(ctx, true, func(w *writer) error {
 		if rev > w.rev {
 			return fmt.Errorf("compact to revision %d beyond current %d: %w", rev, w.rev, board.ErrInvalid)
 		}
-		done, err := metaValue(ctx, w.tx, "compacted")
+		done, err := metaValue(w.ctx, w.tx, "compacted")
 		if err != nil || rev <= done {
 			return err
 		}
-		if _, err := w.tx.ExecContext(ctx, `DELETE FROM events WHERE rev < ?`, rev); err != nil {
+		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM events WHERE rev < ?`, rev); err != nil {
 			return err
 		}
-		_, err = w.tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE name = 'compacted'`, rev)
+		_, err = w.tx.ExecContext(w.ctx, `UPDATE meta SET value = ? WHERE name = 'compacted'`, rev)
 		return err
 	})
+	if err == nil {
+		b.tail.reset(rev)
+	}
+	return err
 }
