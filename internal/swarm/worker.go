@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -521,25 +520,19 @@ func (h *hostRun) schedule(ctx context.Context) {
 		}
 	}
 	// Ask for ready tasks, best first, one request per free slot.
-	if len(h.ready) == 0 {
+	free := 0
+	for _, w := range h.workers {
+		free += max(w.free(pending[w]), 0)
+	}
+	if len(h.ready) == 0 || free == 0 {
 		return
 	}
-	order := make([]string, 0, len(h.ready))
-	for t := range h.ready {
-		if h.bids[t] == nil && !h.started[t] {
-			order = append(order, t)
-		}
-	}
+	// Each request looks at up to bidScan candidates, so no more than
+	// free·bidScan of the first tasks in priority order can matter.
+	order := h.topReady(free * bidScan)
 	if len(order) == 0 {
 		return // nothing to decide: no score
 	}
-	sort.Slice(order, func(i, j int) bool {
-		a, b := h.ready[order[i]], h.ready[order[j]]
-		if a.Prio != b.Prio {
-			return a.Prio > b.Prio
-		}
-		return order[i] < order[j]
-	})
 	// The snapshot is the view as of now, every delivered change applied;
 	// scores computed from it go stale if deciding takes too long.
 	snap := Snapshot{At: now, Ready: len(order), Workers: len(h.workers), Cooldown: h.cooldown}
@@ -555,7 +548,7 @@ func (h *hostRun) schedule(ctx context.Context) {
 				break
 			}
 			best, bestScore := "", -1.0
-			for i, scanned := 0, 0; i < len(order) && scanned < 32; i++ {
+			for i, scanned := 0, 0; i < len(order) && scanned < bidScan; i++ {
 				t := order[i]
 				n := h.ready[t]
 				if taken[t] || !Matches(w.spec.Skills, n.Tags) {
@@ -598,6 +591,29 @@ func (h *hostRun) schedule(ctx context.Context) {
 		}
 		ops = ops[n:]
 	}
+}
+
+// bidScan is how many candidate tasks a claim request compares.
+const bidScan = 32
+
+// readyBefore orders ready tasks: higher priority first, then by name.
+func readyBefore(a, b string, na, nb readyNote) bool {
+	if na.Prio != nb.Prio {
+		return na.Prio > nb.Prio
+	}
+	return a < b
+}
+
+// topReady returns, in order, the first n ready tasks this host has neither
+// asked for nor started.
+func (h *hostRun) topReady(n int) []string {
+	cand := make([]string, 0, len(h.ready))
+	for t := range h.ready {
+		if h.bids[t] == nil && !h.started[t] {
+			cand = append(cand, t)
+		}
+	}
+	return firstN(cand, n, func(a, b string) bool { return readyBefore(a, b, h.ready[a], h.ready[b]) })
 }
 
 // bidTask extracts the task from a bid key.

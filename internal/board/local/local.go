@@ -87,6 +87,8 @@ type backend struct {
 	wconn    *sql.Conn // the connection every write uses
 	wsync    string    // its current PRAGMA synchronous
 
+	stmts stmtCache
+
 	qmu   sync.Mutex
 	queue []*writeReq // writes waiting for a leader to commit them
 
@@ -138,6 +140,7 @@ func open(ctx context.Context, path string, opts Options) (*backend, error) {
 		db: db, clock: opts.Clock, poll: opts.PollInterval,
 		changed: make(chan struct{}), wakeReaper: make(chan struct{}, 1), writeSem: make(chan struct{}, 1),
 	}
+	b.stmts.db = db
 	b.life, b.cancel = context.WithCancel(context.Background())
 	if err := b.init(ctx); err != nil {
 		b.cancel()
@@ -184,7 +187,7 @@ func (b *backend) Close() error {
 		b.cancel()
 		b.wg.Wait()
 		b.writeSem <- struct{}{} // no write is running, and none will start
-		b.closeErr = errors.Join(b.wconn.Close(), b.db.Close())
+		b.closeErr = errors.Join(b.stmts.close(), b.wconn.Close(), b.db.Close())
 	})
 	return b.closeErr
 }
@@ -198,6 +201,10 @@ func (b *backend) dbErr(err error) error {
 	}
 	return err
 }
+
+// pool runs prepared statements outside a transaction; in, inside tx.
+func (b *backend) pool() prepared         { return prepared{c: &b.stmts} }
+func (b *backend) in(tx *sql.Tx) prepared { return prepared{c: &b.stmts, tx: tx} }
 
 // announce wakes watchers if rev is newer than what they have been told.
 func (b *backend) announce(rev int64) {
@@ -218,7 +225,7 @@ func (b *backend) changes() <-chan struct{} {
 }
 
 func (b *backend) Get(ctx context.Context, key string) (board.KV, error) {
-	kv, err := getKV(ctx, b.db, key)
+	kv, err := getKV(ctx, b.pool(), key)
 	if err != nil {
 		return board.KV{}, b.dbErr(err)
 	}
@@ -228,7 +235,7 @@ func (b *backend) Get(ctx context.Context, key string) (board.KV, error) {
 	return kv, nil
 }
 
-// querier is what *sql.DB and *sql.Tx share.
+// querier is what *sql.DB, *sql.Tx and prepared share.
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
@@ -275,7 +282,7 @@ func (b *backend) list(ctx context.Context, prefix string) ([]board.KV, int64, e
 	}
 	defer tx.Rollback()
 	cond, args := prefixRange(prefix)
-	rows, err := tx.QueryContext(ctx, `SELECT key, value, create_rev, mod_rev, lease FROM kv WHERE `+cond+` ORDER BY key`, args...)
+	rows, err := b.in(tx).QueryContext(ctx, `SELECT key, value, create_rev, mod_rev, lease FROM kv WHERE `+cond+` ORDER BY key`, args...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -294,7 +301,7 @@ func (b *backend) list(ctx context.Context, prefix string) ([]board.KV, int64, e
 	if err := rows.Err(); err != nil {
 		return nil, 0, err
 	}
-	rev, err := metaValue(ctx, tx, "revision")
+	rev, err := metaValue(ctx, b.in(tx), "revision")
 	return kvs, rev, err
 }
 
@@ -305,7 +312,7 @@ func metaValue(ctx context.Context, q querier, name string) (int64, error) {
 }
 
 func (b *backend) Revision(ctx context.Context) (int64, error) {
-	rev, err := metaValue(ctx, b.db, "revision")
+	rev, err := metaValue(ctx, b.pool(), "revision")
 	return rev, b.dbErr(err)
 }
 
@@ -333,7 +340,7 @@ func (b *backend) reaper() {
 		}
 		// Errors here are retried on the next round; a writer also reaps.
 		_ = b.expire(ctx)
-		if rev, err := metaValue(ctx, b.db, "revision"); err == nil {
+		if rev, err := metaValue(ctx, b.pool(), "revision"); err == nil {
 			b.announce(rev)
 		}
 	}
@@ -341,7 +348,7 @@ func (b *backend) reaper() {
 
 func (b *backend) nextDeadline(ctx context.Context) (time.Time, bool, error) {
 	var next sql.NullInt64
-	if err := b.db.QueryRowContext(ctx, `SELECT MIN(deadline) FROM leases`).Scan(&next); err != nil || !next.Valid {
+	if err := b.pool().QueryRowContext(ctx, `SELECT MIN(deadline) FROM leases`).Scan(&next); err != nil || !next.Valid {
 		return time.Time{}, false, err
 	}
 	return time.Unix(0, next.Int64), true, nil
@@ -350,7 +357,7 @@ func (b *backend) nextDeadline(ctx context.Context) (time.Time, bool, error) {
 // expire reaps every lease past its deadline, if there is one.
 func (b *backend) expire(ctx context.Context) error {
 	var due int
-	err := b.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM leases WHERE deadline <= ?`, b.clock.Now().UnixNano()).Scan(&due)
+	err := b.pool().QueryRowContext(ctx, `SELECT COUNT(*) FROM leases WHERE deadline <= ?`, b.clock.Now().UnixNano()).Scan(&due)
 	if err != nil || due == 0 {
 		return err
 	}

@@ -94,11 +94,11 @@ func (b *backend) catchUp(ctx context.Context, want int64) error {
 		return err
 	}
 	defer tx.Rollback()
-	head, err := metaValue(ctx, tx, "revision")
+	head, err := metaValue(ctx, b.in(tx), "revision")
 	if err != nil {
 		return err
 	}
-	compacted, err := metaValue(ctx, tx, "compacted")
+	compacted, err := metaValue(ctx, b.in(tx), "compacted")
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func (b *backend) catchUp(ctx context.Context, want int64) error {
 	if head <= hi {
 		return nil
 	}
-	rows, err := tx.QueryContext(ctx,
+	rows, err := b.in(tx).QueryContext(ctx,
 		`SELECT rev, type, key, value, create_rev, lease FROM events WHERE rev > ? AND rev <= ? ORDER BY rev, seq`, hi, head)
 	if err != nil {
 		return err

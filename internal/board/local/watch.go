@@ -80,10 +80,10 @@ func (b *backend) readLog(ctx context.Context, prefix string, next int64) (evs [
 		return nil, 0, 0, err
 	}
 	defer tx.Rollback()
-	if head, err = metaValue(ctx, tx, "revision"); err != nil {
+	if head, err = metaValue(ctx, b.in(tx), "revision"); err != nil {
 		return nil, 0, 0, err
 	}
-	compacted, err := metaValue(ctx, tx, "compacted")
+	compacted, err := metaValue(ctx, b.in(tx), "compacted")
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -95,7 +95,7 @@ func (b *backend) readLog(ctx context.Context, prefix string, next int64) (evs [
 		return nil, upto, head, nil
 	}
 	cond, args := prefixRange(prefix)
-	rows, err := tx.QueryContext(ctx,
+	rows, err := b.in(tx).QueryContext(ctx,
 		`SELECT rev, type, key, value, create_rev, lease FROM events WHERE rev >= ? AND rev <= ? AND `+cond+` ORDER BY rev, seq`,
 		append([]any{next, upto}, args...)...)
 	if err != nil {

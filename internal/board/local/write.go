@@ -15,11 +15,11 @@ import (
 // lease's expiry) takes one new revision, but only if it changes something.
 type writer struct {
 	ctx   context.Context
-	tx    *sql.Tx
-	now   int64 // clock reading for lease deadlines, in Unix nanoseconds
-	rev   int64 // the store revision, including this transaction's groups
-	inRev bool  // the current group has taken its revision
-	seq   int   // events within the current revision
+	tx    prepared // the transaction, through cached statements
+	now   int64    // clock reading for lease deadlines, in Unix nanoseconds
+	rev   int64    // the store revision, including this transaction's groups
+	inRev bool     // the current group has taken its revision
+	seq   int      // events within the current revision
 }
 
 // errNeedsDurable: a non-durable write would have moved the revision.
@@ -162,8 +162,8 @@ func (b *backend) commit(batch []*writeReq) error {
 		return err
 	}
 	defer tx.Rollback()
-	w := &writer{ctx: ctx, tx: tx, now: b.clock.Now().UnixNano()}
-	start, err := metaValue(ctx, tx, "revision")
+	w := &writer{ctx: ctx, tx: b.in(tx), now: b.clock.Now().UnixNano()}
+	start, err := metaValue(ctx, w.tx, "revision")
 	if err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ func (b *backend) commit(batch []*writeReq) error {
 	alone := len(batch) == 1
 	for _, r := range batch {
 		if !alone {
-			if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+			if _, err := w.tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
 				return err
 			}
 		}
@@ -188,7 +188,7 @@ func (b *backend) commit(batch []*writeReq) error {
 		}
 		if err == nil {
 			if !alone {
-				if _, err := tx.ExecContext(ctx, "RELEASE w"); err != nil {
+				if _, err := w.tx.ExecContext(ctx, "RELEASE w"); err != nil {
 					return err
 				}
 			}
@@ -198,17 +198,17 @@ func (b *backend) commit(batch []*writeReq) error {
 			return err
 		}
 		r.err = b.dbErr(err)
-		if _, err := tx.ExecContext(ctx, "ROLLBACK TO w"); err != nil {
+		if _, err := w.tx.ExecContext(ctx, "ROLLBACK TO w"); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "RELEASE w"); err != nil {
+		if _, err := w.tx.ExecContext(ctx, "RELEASE w"); err != nil {
 			return err
 		}
 		w.rev = before
 		w.group()
 	}
 	if w.rev != start {
-		if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE name = 'revision'`, w.rev); err != nil {
+		if _, err := w.tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE name = 'revision'`, w.rev); err != nil {
 			return err
 		}
 	}
@@ -287,9 +287,11 @@ func (w *writer) leaseLive(lease board.LeaseID) (bool, error) {
 	return err == nil && deadline > w.now, err
 }
 
-// dropLease deletes lease and its keys, as one group.
+// dropLease deletes lease and its keys, as one group. (The query repeats
+// the kv_lease index's condition, lease != 0, or SQLite cannot use the
+// partial index and scans every key.)
 func (w *writer) dropLease(lease board.LeaseID) error {
-	rows, err := w.tx.QueryContext(w.ctx, `SELECT key FROM kv WHERE lease = ? ORDER BY key`, int64(lease))
+	rows, err := w.tx.QueryContext(w.ctx, `SELECT key FROM kv WHERE lease = ? AND lease != 0 ORDER BY key`, int64(lease))
 	if err != nil {
 		return err
 	}
