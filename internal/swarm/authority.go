@@ -68,14 +68,19 @@ func LoadKey(root string, create bool, rnd io.Reader) ([]byte, error) {
 	if _, err := io.ReadFull(rnd, key); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) { // made by a concurrent run: use it
-		return LoadKey(root, false, nil)
-	}
+	// Written whole under a temporary name, then linked into place: link
+	// never replaces an existing key, and a concurrent run never reads a
+	// key half-written.
+	f, err := os.CreateTemp(filepath.Dir(p), ".cap.key-*")
 	if err != nil {
 		return nil, err
 	}
-	_, err = f.Write(key)
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	err = f.Chmod(0o600)
+	if err == nil {
+		_, err = f.Write(key)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -83,7 +88,11 @@ func LoadKey(root string, create bool, rnd io.Reader) ([]byte, error) {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(p)
+		return nil, err
+	}
+	if err := os.Link(tmp, p); errors.Is(err, fs.ErrExist) { // made by a concurrent run: use it
+		return LoadKey(root, false, nil)
+	} else if err != nil {
 		return nil, err
 	}
 	return key, syncDir(filepath.Dir(p))
