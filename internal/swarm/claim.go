@@ -70,7 +70,11 @@ type WorkerRecord struct {
 	Profile string   `json:"profile,omitempty"`
 	Slots   int      `json:"slots"`
 	Busy    int      `json:"busy"`
-	History History  `json:"history"`
+	// Idle counts free slots the worker is not asking work for (it found
+	// no ready task it matches, or its policy held it back): only such
+	// slots receive the watchdog's offers.
+	Idle    int     `json:"idle"`
+	History History `json:"history"`
 	// Load is the CPU load the worker published (0–1) when its policy made
 	// it yield; Observing is set while it only reads.
 	Load      float64   `json:"load,omitempty"`

@@ -507,6 +507,19 @@ func (g *gatekeeper) watch(ctx context.Context, now time.Time) {
 	if err != nil {
 		return
 	}
+	// A task is silent only while capacity is idle: when no live worker
+	// has a free slot it is not asking work for, the tasks are merely
+	// queued behind busy workers, and their countdown starts again.
+	idle := false
+	for _, w := range workers {
+		idle = idle || !w.rec.Observing && w.rec.Idle > g.offersTo(w.rec, now)
+	}
+	if !idle {
+		for _, task := range offers {
+			g.wd.retry(task, now)
+		}
+		return
+	}
 	for _, task := range offers {
 		t, err := g.env.st.Task(ctx, task)
 		if err != nil || t.Status != board.TaskReady {
@@ -518,8 +531,8 @@ func (g *gatekeeper) watch(ctx context.Context, now time.Time) {
 		var bestScore float64
 		for i := range workers {
 			w := &workers[i]
-			if w.rec.Observing || w.rec.Busy+g.offersTo(w.rec, now) >= w.rec.Slots {
-				continue // offers go to live workers with a free slot
+			if w.rec.Observing || w.rec.Idle <= g.offersTo(w.rec, now) {
+				continue // offers go to live workers with an idle slot
 			}
 			sc := Competence(w.rec.Skills, w.rec.Profile, w.rec.History, t.Tags, agent)
 			if best == nil || sc > bestScore || sc == bestScore && w.rev < best.rev {

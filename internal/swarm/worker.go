@@ -212,6 +212,7 @@ type hostWorker struct {
 	recent  []bool // last attempts, newest last: true = succeeded
 	policy  *Policy
 	offers  map[string]grantNote // offered to it, waiting for a free slot
+	idle    int                  // free slots with no request out, after the last round
 	dirty   bool                 // registry entry out of date
 }
 
@@ -243,6 +244,8 @@ type hostRun struct {
 	feed     <-chan func()
 
 	results chan workResult
+	applies chan func()    // from background writes: changes to make on the loop
+	writing bool           // a registry write is under way
 	wg      sync.WaitGroup // work goroutines, gatekeepers, merge role
 }
 
@@ -274,7 +277,7 @@ func runHost(ctx context.Context, cfg *HostConfig, r *SwarmRun) error {
 	}()
 	h := &hostRun{env: env, cfg: cfg, sess: sess, byID: map[string]*hostWorker{}, ready: map[string]readyNote{},
 		shardOf: map[string]int{}, opens: map[string]bool{}, tried: map[string]time.Time{}, grants: map[string]grantNote{}, started: map[string]bool{},
-		bids: map[string]*outBid{}, results: make(chan workResult)}
+		bids: map[string]*outBid{}, results: make(chan workResult), applies: make(chan func())}
 	for _, spec := range cfg.Workers {
 		w := &hostWorker{spec: spec, policy: NewPolicy(cfg.Policy, cfg.Clock.Now), offers: map[string]grantNote{}, dirty: true}
 		h.workers = append(h.workers, w)
@@ -308,6 +311,7 @@ func runHost(ctx context.Context, cfg *HostConfig, r *SwarmRun) error {
 	nextLoad, nextRegister := cfg.Clock.Now(), cfg.Clock.Now()
 	for {
 		h.schedule(ctx)
+		h.markIdle()
 		now := cfg.Clock.Now()
 		if cfg.Load != nil && !now.Before(nextLoad) {
 			nextLoad = now.Add(time.Second)
@@ -320,11 +324,9 @@ func runHost(ctx context.Context, cfg *HostConfig, r *SwarmRun) error {
 				}
 			}
 		}
-		if !now.Before(nextRegister) {
+		if !now.Before(nextRegister) && !h.writing {
 			nextRegister = now.Add(time.Second)
-			if err := h.register(ctx); err != nil && ctx.Err() == nil {
-				env.log.Debug("refreshing the registry", "err", err)
-			}
+			h.registerLater(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -338,6 +340,8 @@ func runHost(ctx context.Context, cfg *HostConfig, r *SwarmRun) error {
 			f()
 		case res := <-h.results:
 			h.finished(res)
+		case f := <-h.applies:
+			f()
 		case <-cfg.Clock.After(tick):
 		}
 	}
@@ -396,7 +400,37 @@ func (h *hostRun) campaign(ctx context.Context, role string, serve func(context.
 // register writes the workers' registry entries that changed, bound to the
 // host's lease.
 func (h *hostRun) register(ctx context.Context) error {
+	ops, _ := h.records()
+	return h.writeOps(ctx, ops)
+}
+
+// registerLater is register in the background, so the loop goes on
+// deciding meanwhile; entries it failed to write are written next time.
+func (h *hostRun) registerLater(ctx context.Context) {
+	ops, ws := h.records()
+	if len(ops) == 0 {
+		return
+	}
+	h.writing = true
+	h.background(ctx, func() func() {
+		err := h.writeOps(ctx, ops)
+		return func() {
+			h.writing = false
+			if err != nil {
+				h.env.log.Debug("refreshing the registry", "err", err)
+				for _, w := range ws {
+					w.dirty = true
+				}
+			}
+		}
+	})
+}
+
+// records returns the puts of the registry entries that changed, marking
+// them clean, and their workers.
+func (h *hostRun) records() ([]board.Op, []*hostWorker) {
 	var ops []board.Op
+	var ws []*hostWorker
 	now := h.env.clock.Now()
 	for _, w := range h.workers {
 		if !w.dirty {
@@ -404,14 +438,20 @@ func (h *hostRun) register(ctx context.Context) error {
 		}
 		over, load := w.policy.Overloaded()
 		rec := WorkerRecord{Worker: w.spec.ID, Host: h.env.host, Skills: w.spec.Skills, Profile: w.spec.Profile,
-			Slots: w.spec.Slots, Busy: w.busy, History: w.history, Observing: w.policy.Observing(),
+			Slots: w.spec.Slots, Busy: w.busy, Idle: w.idle, History: w.history, Observing: w.policy.Observing(),
 			Scores: w.policy.Last(), Updated: now}
 		if over {
 			rec.Load = load
 		}
 		ops = append(ops, board.PutOp(workerKey(h.env.run.Run, w.spec.ID), mustJSON(rec), h.sess.Lease()))
+		ws = append(ws, w)
 		w.dirty = false
 	}
+	return ops, ws
+}
+
+// writeOps writes ops in transactions of at most 96.
+func (h *hostRun) writeOps(ctx context.Context, ops []board.Op) error {
 	for len(ops) > 0 {
 		n := min(len(ops), 96)
 		if _, err := h.env.st.Txn(ctx, board.Txn{Then: ops[:n]}); err != nil {
@@ -420,6 +460,19 @@ func (h *hostRun) register(ctx context.Context) error {
 		ops = ops[n:]
 	}
 	return nil
+}
+
+// background runs write off the loop; the func it returns, if any, is
+// run on the loop afterwards.
+func (h *hostRun) background(ctx context.Context, write func() func()) {
+	h.spawn(func() {
+		if apply := write(); apply != nil {
+			select {
+			case h.applies <- apply:
+			case <-ctx.Done():
+			}
+		}
+	})
 }
 
 // onFeed applies one change of the run's feed.
@@ -581,15 +634,41 @@ func (h *hostRun) schedule(ctx context.Context) {
 		}
 		return
 	}
-	for len(ops) > 0 {
-		n := min(len(ops), 96)
-		if _, err := h.env.st.Txn(ctx, board.Txn{Then: ops[:n]}); err != nil && ctx.Err() == nil {
+	sent := map[string]*outBid{}
+	for _, op := range ops {
+		t := bidTask(op.Key)
+		sent[t] = h.bids[t]
+	}
+	h.background(ctx, func() func() {
+		err := h.writeOps(ctx, ops)
+		if err == nil || ctx.Err() != nil {
+			return nil
+		}
+		return func() {
+			// Some may have gone through; those the gatekeepers drop when
+			// their bid window passes with the task decided otherwise.
 			h.env.log.Debug("claim requests", "err", err)
-			for _, op := range ops[:n] {
-				delete(h.bids, bidTask(op.Key))
+			for t, b := range sent {
+				if h.bids[t] == b {
+					delete(h.bids, t)
+				}
 			}
 		}
-		ops = ops[n:]
+	})
+}
+
+// markIdle records each worker's free slots that have no request out: the
+// registry publishes them, and the watchdog offers tasks only to those.
+func (h *hostRun) markIdle() {
+	pending := map[*hostWorker]int{}
+	for _, b := range h.bids {
+		pending[b.worker]++
+	}
+	for _, w := range h.workers {
+		idle := max(w.free(pending[w]), 0)
+		if w.idle != idle {
+			w.idle, w.dirty = idle, true
+		}
 	}
 }
 
@@ -634,10 +713,14 @@ func countBool(bs []bool, v bool) int {
 
 // withdraw deletes a request that waited too long.
 func (h *hostRun) withdraw(ctx context.Context, task string, b *outBid) {
-	_, err := h.env.st.Txn(ctx, board.Txn{Then: []board.Op{board.DeleteOp(bidKey(h.env.run.Run, b.shard, task, b.worker.spec.ID))}})
-	if err != nil && ctx.Err() == nil {
-		h.env.log.Debug("withdrawing a claim request", "task", task, "err", err)
-	}
+	key := bidKey(h.env.run.Run, b.shard, task, b.worker.spec.ID)
+	h.background(ctx, func() func() {
+		_, err := h.env.st.Txn(ctx, board.Txn{Then: []board.Op{board.DeleteOp(key)}})
+		if err != nil && ctx.Err() == nil {
+			h.env.log.Debug("withdrawing a claim request", "task", task, "err", err)
+		}
+		return nil
+	})
 }
 
 // start runs one attempt of task for w in a goroutine.
