@@ -103,16 +103,14 @@ func runCentralScheduler(ctx context.Context, env *runEnv, heartbeatEvery time.D
 			}
 		}
 		sort.Strings(idle)
-		tasks := make([]string, 0, len(ready))
-		for t := range ready {
-			tasks = append(tasks, t)
-		}
-		sort.Slice(tasks, func(i, j int) bool {
-			if ready[tasks[i]].Prio != ready[tasks[j]].Prio {
-				return ready[tasks[i]].Prio > ready[tasks[j]].Prio
+		var tasks []string
+		if len(idle) > 0 {
+			tasks = make([]string, 0, len(ready))
+			for t := range ready {
+				tasks = append(tasks, t)
 			}
-			return tasks[i] < tasks[j]
-		})
+			tasks = firstN(tasks, len(idle), func(a, b string) bool { return readyBefore(a, b, ready[a], ready[b]) })
+		}
 		var ops []board.Op
 		for i := 0; i < len(idle) && i < len(tasks); i++ {
 			w, t := workers[idle[i]], tasks[i]

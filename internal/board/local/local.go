@@ -174,10 +174,13 @@ func (b *backend) init(ctx context.Context) error {
 	if _, err := tx.ExecContext(ctx, schema); err != nil {
 		return err
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = 'revision'`).Scan(&b.seen); err != nil {
+	if err := tx.QueryRowContext(ctx, qRevision).Scan(&b.seen); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	return b.stmts.prepare(ctx, queries())
 }
 
 // Close stops the reaper, ends every watch with ErrClosed and closes the
@@ -245,7 +248,7 @@ type querier interface {
 func getKV(ctx context.Context, q querier, key string) (board.KV, error) {
 	kv := board.KV{Key: key}
 	var lease int64
-	err := q.QueryRowContext(ctx, `SELECT value, create_rev, mod_rev, lease FROM kv WHERE key = ?`, []byte(key)).
+	err := q.QueryRowContext(ctx, qGetKV, []byte(key)).
 		Scan(&kv.Value, &kv.CreateRevision, &kv.ModRevision, &lease)
 	if errors.Is(err, sql.ErrNoRows) {
 		return kv, nil
@@ -282,7 +285,7 @@ func (b *backend) list(ctx context.Context, prefix string) ([]board.KV, int64, e
 	}
 	defer tx.Rollback()
 	cond, args := prefixRange(prefix)
-	rows, err := b.in(tx).QueryContext(ctx, `SELECT key, value, create_rev, mod_rev, lease FROM kv WHERE `+cond+` ORDER BY key`, args...)
+	rows, err := b.in(tx).QueryContext(ctx, listQuery(cond), args...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -307,7 +310,7 @@ func (b *backend) list(ctx context.Context, prefix string) ([]board.KV, int64, e
 
 func metaValue(ctx context.Context, q querier, name string) (int64, error) {
 	var v int64
-	err := q.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = ?`, name).Scan(&v)
+	err := q.QueryRowContext(ctx, qMeta, name).Scan(&v)
 	return v, err
 }
 
@@ -348,7 +351,7 @@ func (b *backend) reaper() {
 
 func (b *backend) nextDeadline(ctx context.Context) (time.Time, bool, error) {
 	var next sql.NullInt64
-	if err := b.pool().QueryRowContext(ctx, `SELECT MIN(deadline) FROM leases`).Scan(&next); err != nil || !next.Valid {
+	if err := b.pool().QueryRowContext(ctx, qNextDeadline).Scan(&next); err != nil || !next.Valid {
 		return time.Time{}, false, err
 	}
 	return time.Unix(0, next.Int64), true, nil
@@ -357,7 +360,7 @@ func (b *backend) nextDeadline(ctx context.Context) (time.Time, bool, error) {
 // expire reaps every lease past its deadline, if there is one.
 func (b *backend) expire(ctx context.Context) error {
 	var due int
-	err := b.pool().QueryRowContext(ctx, `SELECT COUNT(*) FROM leases WHERE deadline <= ?`, b.clock.Now().UnixNano()).Scan(&due)
+	err := b.pool().QueryRowContext(ctx, qDueLeases, b.clock.Now().UnixNano()).Scan(&due)
 	if err != nil || due == 0 {
 		return err
 	}

@@ -4,39 +4,35 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"sync"
+	"sync/atomic"
 )
 
-// stmtCache holds one prepared statement per query text. SQLite spent more
-// of a busy board's time parsing its handful of queries than running them;
-// prepared on the pool, each statement is compiled once per connection
-// that runs it (database/sql keeps those), in or out of a transaction.
+// stmtCache holds a prepared statement for each of the board's queries.
+// SQLite spent more of a busy board's time parsing its handful of queries
+// than running them. They are prepared on the pool when the store opens —
+// database/sql then compiles each once per connection that runs it, in or
+// out of a transaction. Never later: preparing needs a free connection,
+// and a reader holding one while it waits for another would deadlock the
+// pool.
 type stmtCache struct {
-	db *sql.DB
-	mu sync.Mutex
-	m  map[string]*sql.Stmt
+	db     *sql.DB
+	m      map[string]*sql.Stmt // read-only once prepared
+	misses atomic.Int64         // queries run unprepared (tests expect none)
 }
 
-func (c *stmtCache) get(ctx context.Context, q string) (*sql.Stmt, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st := c.m[q]; st != nil {
-		return st, nil
+func (c *stmtCache) prepare(ctx context.Context, qs []string) error {
+	c.m = make(map[string]*sql.Stmt, len(qs))
+	for _, q := range qs {
+		st, err := c.db.PrepareContext(ctx, q)
+		if err != nil {
+			return errors.Join(err, c.close())
+		}
+		c.m[q] = st
 	}
-	st, err := c.db.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	if c.m == nil {
-		c.m = map[string]*sql.Stmt{}
-	}
-	c.m[q] = st
-	return st, nil
+	return nil
 }
 
 func (c *stmtCache) close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	var errs []error
 	for _, st := range c.m {
 		errs = append(errs, st.Close())
@@ -46,16 +42,16 @@ func (c *stmtCache) close() error {
 }
 
 // prepared runs queries through the cache, inside tx or, when tx is nil,
-// on the pool. A query that fails to prepare runs unprepared, which reports
-// the same error.
+// on the pool; a query the cache lacks runs unprepared.
 type prepared struct {
 	c  *stmtCache
 	tx *sql.Tx
 }
 
 func (p prepared) stmt(ctx context.Context, q string) *sql.Stmt {
-	st, err := p.c.get(ctx, q)
-	if err != nil {
+	st := p.c.m[q]
+	if st == nil {
+		p.c.misses.Add(1)
 		return nil
 	}
 	if p.tx != nil {

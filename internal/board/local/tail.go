@@ -115,7 +115,7 @@ func (b *backend) catchUp(ctx context.Context, want int64) error {
 		return nil
 	}
 	rows, err := b.in(tx).QueryContext(ctx,
-		`SELECT rev, type, key, value, create_rev, lease FROM events WHERE rev > ? AND rev <= ? ORDER BY rev, seq`, hi, head)
+		qTail, hi, head)
 	if err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func (b *backend) readLog(ctx context.Context, prefix string, next int64) (evs [
 	}
 	cond, args := prefixRange(prefix)
 	rows, err := b.in(tx).QueryContext(ctx,
-		`SELECT rev, type, key, value, create_rev, lease FROM events WHERE rev >= ? AND rev <= ? AND `+cond+` ORDER BY rev, seq`,
+		logQuery(cond),
 		append([]any{next, upto}, args...)...)
 	if err != nil {
 		return nil, 0, 0, err

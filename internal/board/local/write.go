@@ -176,7 +176,7 @@ func (b *backend) commit(batch []*writeReq) error {
 	alone := len(batch) == 1
 	for _, r := range batch {
 		if !alone {
-			if _, err := w.tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+			if _, err := w.tx.ExecContext(ctx, qSavepoint); err != nil {
 				return err
 			}
 		}
@@ -188,7 +188,7 @@ func (b *backend) commit(batch []*writeReq) error {
 		}
 		if err == nil {
 			if !alone {
-				if _, err := w.tx.ExecContext(ctx, "RELEASE w"); err != nil {
+				if _, err := w.tx.ExecContext(ctx, qRelease); err != nil {
 					return err
 				}
 			}
@@ -198,17 +198,17 @@ func (b *backend) commit(batch []*writeReq) error {
 			return err
 		}
 		r.err = b.dbErr(err)
-		if _, err := w.tx.ExecContext(ctx, "ROLLBACK TO w"); err != nil {
+		if _, err := w.tx.ExecContext(ctx, qRollbackTo); err != nil {
 			return err
 		}
-		if _, err := w.tx.ExecContext(ctx, "RELEASE w"); err != nil {
+		if _, err := w.tx.ExecContext(ctx, qRelease); err != nil {
 			return err
 		}
 		w.rev = before
 		w.group()
 	}
 	if w.rev != start {
-		if _, err := w.tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE name = 'revision'`, w.rev); err != nil {
+		if _, err := w.tx.ExecContext(ctx, qSetRevision, w.rev); err != nil {
 			return err
 		}
 	}
@@ -250,20 +250,19 @@ func (w *writer) put(key string, value []byte, lease board.LeaseID) error {
 		value = []byte{}
 	}
 	if _, err := w.tx.ExecContext(w.ctx,
-		`INSERT INTO kv (key, value, create_rev, mod_rev, lease) VALUES (?, ?, ?, ?, ?)
-		 ON CONFLICT (key) DO UPDATE SET value = excluded.value, mod_rev = excluded.mod_rev, lease = excluded.lease`,
+		qPutKV,
 		[]byte(key), value, create, rev, int64(lease)); err != nil {
 		return err
 	}
 	_, err = w.tx.ExecContext(w.ctx,
-		`INSERT INTO events (rev, seq, type, key, value, create_rev, lease) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		qPutEvent,
 		rev, seq, int(board.EventPut), []byte(key), value, create, int64(lease))
 	return err
 }
 
 // del deletes key if it exists.
 func (w *writer) del(key string) error {
-	res, err := w.tx.ExecContext(w.ctx, `DELETE FROM kv WHERE key = ?`, []byte(key))
+	res, err := w.tx.ExecContext(w.ctx, qDeleteKV, []byte(key))
 	if err != nil {
 		return err
 	}
@@ -272,7 +271,7 @@ func (w *writer) del(key string) error {
 	}
 	rev, seq := w.mark()
 	_, err = w.tx.ExecContext(w.ctx,
-		`INSERT INTO events (rev, seq, type, key, value, create_rev, lease) VALUES (?, ?, ?, ?, NULL, 0, 0)`,
+		qDeleteEvent,
 		rev, seq, int(board.EventDelete), []byte(key))
 	return err
 }
@@ -280,7 +279,7 @@ func (w *writer) del(key string) error {
 // leaseLive reports whether lease exists and is not past its deadline.
 func (w *writer) leaseLive(lease board.LeaseID) (bool, error) {
 	var deadline int64
-	err := w.tx.QueryRowContext(w.ctx, `SELECT deadline FROM leases WHERE id = ?`, int64(lease)).Scan(&deadline)
+	err := w.tx.QueryRowContext(w.ctx, qLeaseDeadline, int64(lease)).Scan(&deadline)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -291,7 +290,7 @@ func (w *writer) leaseLive(lease board.LeaseID) (bool, error) {
 // the kv_lease index's condition, lease != 0, or SQLite cannot use the
 // partial index and scans every key.)
 func (w *writer) dropLease(lease board.LeaseID) error {
-	rows, err := w.tx.QueryContext(w.ctx, `SELECT key FROM kv WHERE lease = ? AND lease != 0 ORDER BY key`, int64(lease))
+	rows, err := w.tx.QueryContext(w.ctx, qLeaseKeys, int64(lease))
 	if err != nil {
 		return err
 	}
@@ -314,13 +313,13 @@ func (w *writer) dropLease(lease board.LeaseID) error {
 			return err
 		}
 	}
-	_, err = w.tx.ExecContext(w.ctx, `DELETE FROM leases WHERE id = ?`, int64(lease))
+	_, err = w.tx.ExecContext(w.ctx, qDeleteLease, int64(lease))
 	return err
 }
 
 // reap drops every lease past its deadline, oldest deadline first.
 func (w *writer) reap() error {
-	rows, err := w.tx.QueryContext(w.ctx, `SELECT id FROM leases WHERE deadline <= ? ORDER BY deadline, id`, w.now)
+	rows, err := w.tx.QueryContext(w.ctx, qDueLeaseIDs, w.now)
 	if err != nil {
 		return err
 	}
@@ -400,10 +399,10 @@ func (b *backend) Txn(ctx context.Context, t board.Txn) (board.TxnResult, error)
 func (b *backend) Grant(ctx context.Context, ttl time.Duration) (board.LeaseID, error) {
 	var id int64
 	err := b.write(ctx, false, func(w *writer) error {
-		if err := w.tx.QueryRowContext(w.ctx, `UPDATE meta SET value = value + 1 WHERE name = 'lease' RETURNING value`).Scan(&id); err != nil {
+		if err := w.tx.QueryRowContext(w.ctx, qNextLeaseID).Scan(&id); err != nil {
 			return err
 		}
-		_, err := w.tx.ExecContext(w.ctx, `INSERT INTO leases (id, ttl, deadline) VALUES (?, ?, ?)`, id, int64(ttl), w.now+int64(ttl))
+		_, err := w.tx.ExecContext(w.ctx, qInsertLease, id, int64(ttl), w.now+int64(ttl))
 		return err
 	})
 	if err != nil {
@@ -415,7 +414,7 @@ func (b *backend) Grant(ctx context.Context, ttl time.Duration) (board.LeaseID, 
 
 func (b *backend) Renew(ctx context.Context, id board.LeaseID) error {
 	return b.write(ctx, false, func(w *writer) error {
-		res, err := w.tx.ExecContext(w.ctx, `UPDATE leases SET deadline = ? + ttl WHERE id = ? AND deadline > ?`, w.now, int64(id), w.now)
+		res, err := w.tx.ExecContext(w.ctx, qRenewLease, w.now, int64(id), w.now)
 		if err != nil {
 			return err
 		}
@@ -432,7 +431,7 @@ func (b *backend) Renew(ctx context.Context, id board.LeaseID) error {
 func (b *backend) Revoke(ctx context.Context, id board.LeaseID) error {
 	return b.write(ctx, false, func(w *writer) error {
 		var n int
-		if err := w.tx.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM leases WHERE id = ?`, int64(id)).Scan(&n); err != nil {
+		if err := w.tx.QueryRowContext(w.ctx, qLeaseExists, int64(id)).Scan(&n); err != nil {
 			return err
 		}
 		if n == 0 {
@@ -451,10 +450,10 @@ func (b *backend) Compact(ctx context.Context, rev int64) error {
 		if err != nil || rev <= done {
 			return err
 		}
-		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM events WHERE rev < ?`, rev); err != nil {
+		if _, err := w.tx.ExecContext(w.ctx, qCompactEvents, rev); err != nil {
 			return err
 		}
-		_, err = w.tx.ExecContext(w.ctx, `UPDATE meta SET value = ? WHERE name = 'compacted'`, rev)
+		_, err = w.tx.ExecContext(w.ctx, qSetCompacted, rev)
 		return err
 	})
 	if err == nil {
