@@ -21,6 +21,8 @@ run llmfake "$BIN" bench llmfake --duration 5s --concurrency 64
 run gateway-overhead "$BIN" bench overhead --duration 10s --rate 1000 --streams 1000
 run gateway-scenarios "$BIN" bench gateway --variant all --time-scale "$SCALE"
 run gateway-ablations "$BIN" bench gateway --scenario stress,replay-11 --no-direct --ablate retry --time-scale "$SCALE"
+run swarm-scale "$BIN" bench swarm --tasks 4000 --workers 16,32,64,128,256,512,1024 --out "$out/swarm"
 run go-benchmarks go test -run '^$' -bench . -benchtime 1s \
-	./internal/sse ./internal/llmapi ./internal/sched ./internal/gateway ./internal/capability ./internal/durable ./internal/plan
+	./internal/sse ./internal/llmapi ./internal/sched ./internal/gateway ./internal/capability ./internal/durable ./internal/plan \
+	./internal/board/local
 echo "results in $out/" >&2

@@ -258,7 +258,41 @@ func BenchSwarm(ctx context.Context, cfg BenchConfig) (*BenchResult, error) {
 		}
 	}
 	res.ExactlyOnce = res.Missing == 0 && res.Duplicated == 0 && done == cfg.Tasks
+	// The next run starts on a board as empty as this one did: without
+	// this, a shared etcd cluster carries every earlier run's keys and
+	// history into the later (larger) runs.
+	if err := purgeRun(ctx, mon.Store, runID); err != nil {
+		return nil, fmt.Errorf("swarm bench: clearing the board after the run: %w", err)
+	}
 	return res, nil
+}
+
+// purgeRun deletes every key of a finished benchmark run and compacts the
+// board's history up to now.
+func purgeRun(ctx context.Context, st *board.Store, run string) error {
+	for _, prefix := range []string{runPrefix(run), runTaskPrefix(run), runClaimPrefix(run),
+		board.PrefixFences + esc(run+"/"), runKey(run)} {
+		kvs, _, err := st.List(ctx, prefix)
+		if err != nil {
+			return err
+		}
+		for len(kvs) > 0 {
+			n := min(len(kvs), 96)
+			var ops []board.Op
+			for _, kv := range kvs[:n] {
+				ops = append(ops, board.DeleteOp(kv.Key))
+			}
+			if _, err := st.Txn(ctx, board.Txn{Then: ops}); err != nil {
+				return err
+			}
+			kvs = kvs[n:]
+		}
+	}
+	rev, err := st.Revision(ctx)
+	if err != nil {
+		return err
+	}
+	return st.Compact(ctx, rev)
 }
 
 // waitDrained blocks until n tasks of run are done.

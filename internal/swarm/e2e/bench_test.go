@@ -12,7 +12,10 @@ import (
 
 // localBench returns a BenchConfig.Open on a fresh local board.
 func localBench(t *testing.T) func(ctx context.Context) (swarm.BenchClient, error) {
-	dsn := "local:" + filepath.Join(t.TempDir(), "state.db")
+	return localBenchAt(t, "local:"+filepath.Join(t.TempDir(), "state.db"))
+}
+
+func localBenchAt(t *testing.T, dsn string) func(ctx context.Context) (swarm.BenchClient, error) {
 	return func(ctx context.Context) (swarm.BenchClient, error) {
 		st, m, err := connect.OpenMetered(ctx, dsn, connect.Options{})
 		if err != nil {
@@ -34,8 +37,9 @@ func TestBenchSwarmSmall(t *testing.T) {
 	for _, mode := range []string{swarm.BenchSelf, swarm.BenchCentral} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
+			dsn := "local:" + filepath.Join(t.TempDir(), "state.db")
 			res, err := swarm.BenchSwarm(t.Context(), swarm.BenchConfig{Mode: mode, Workers: 4, HostSize: 2, Tasks: 12,
-				Work: 5 * time.Millisecond, Shards: 2, Heartbeat: 200 * time.Millisecond, Open: localBench(t), Timeout: 2 * time.Minute})
+				Work: 5 * time.Millisecond, Shards: 2, Heartbeat: 200 * time.Millisecond, Open: localBenchAt(t, dsn), Timeout: 2 * time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,6 +48,19 @@ func TestBenchSwarmSmall(t *testing.T) {
 			}
 			if res.MessagesPerTask <= 0 || res.Counts.Txn == 0 || res.Hosts != 2 {
 				t.Fatalf("traffic not counted: %+v", res)
+			}
+			// The run's keys are gone, so the next run starts on an empty board.
+			st, err := connect.Open(t.Context(), dsn, connect.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if kvs, _, err := st.List(t.Context(), ""); err != nil || len(kvs) != 0 {
+				var keys []string
+				for _, kv := range kvs {
+					keys = append(keys, kv.Key)
+				}
+				t.Fatalf("left on the board after the run: %v (%v)", keys, err)
 			}
 			t.Logf("%s: drain %.2fs, %.1f claims/s, %.1f messages/task", mode, res.DrainS, res.ClaimsPerS, res.MessagesPerTask)
 		})
