@@ -221,6 +221,10 @@ type bidNote struct {
 	Worker string  `json:"worker"`
 	Host   string  `json:"host"`
 	Score  float64 `json:"score"`
+	// The worker's skills and profile, so that a gatekeeper can grant a
+	// worker whose request lost another task it fits.
+	Skills  []string `json:"skills,omitempty"`
+	Profile string   `json:"profile,omitempty"`
 }
 
 func decodePayload(t board.Task) (*swarmTask, error) {

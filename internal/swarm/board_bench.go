@@ -131,6 +131,7 @@ func BenchSwarm(ctx context.Context, cfg BenchConfig) (*BenchResult, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	mon, err := cfg.Open(ctx)
@@ -261,7 +262,9 @@ func BenchSwarm(ctx context.Context, cfg BenchConfig) (*BenchResult, error) {
 	// The next run starts on a board as empty as this one did: without
 	// this, a shared etcd cluster carries every earlier run's keys and
 	// history into the later (larger) runs.
-	if err := purgeRun(ctx, mon.Store, runID); err != nil {
+	pctx, pcancel := context.WithTimeout(parent, 5*time.Minute) // not counted against the drain
+	defer pcancel()
+	if err := purgeRun(pctx, mon.Store, runID); err != nil {
 		return nil, fmt.Errorf("swarm bench: clearing the board after the run: %w", err)
 	}
 	return res, nil

@@ -1,10 +1,12 @@
 package swarm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -403,6 +405,7 @@ func (g *gatekeeper) decide(ctx context.Context, now time.Time) {
 		ops   []board.Op
 	}
 	var ds []decision
+	var losers []bidSeen
 	run, s := g.env.run.Run, g.shard
 	for task, d := range g.deadline {
 		if now.Before(d) {
@@ -417,22 +420,36 @@ func (g *gatekeeper) decide(ctx context.Context, now time.Time) {
 				// Bids on a task no longer up for grabs: drop them.
 				delete(g.deadline, task)
 				var ops []board.Op
-				for k := range g.bids[task] {
+				for k, b := range g.bids[task] {
 					ops = append(ops, board.DeleteOp(k))
+					losers = append(losers, b)
 				}
 				ds = append(ds, decision{task: task, ops: ops})
 			}
 			continue
 		}
-		grant := grantNote{Task: task, Worker: best.note.Worker, Host: best.note.Host, Score: best.note.Score}
-		ops := []board.Op{board.PutOp(grantKey(run, s, task), mustJSON(grant), board.LeaseID(best.lease)),
-			board.DeleteOp(readyKey(run, s, task))}
-		for k := range g.bids[task] {
+		ops := []board.Op{grantOp(run, s, task, best.note, best.note.Score, best.lease), board.DeleteOp(readyKey(run, s, task))}
+		for k, b := range g.bids[task] {
 			ops = append(ops, board.DeleteOp(k))
+			if k != best.key {
+				losers = append(losers, b)
+			}
 		}
 		ds = append(ds, decision{task: task, conds: []board.Cmp{board.ModifiedAt(readyKey(run, s, task), r.rev)}, ops: ops})
 		g.decided[task] = true
 		delete(g.deadline, task)
+	}
+	// A worker whose request lost asked for work it did not get: rather
+	// than leave it to ask again (another round trip, and with many hosts
+	// asking for the same first tasks, many), grant it the first ready task
+	// of the shard, in priority order, that nobody asked for and it matches.
+	if len(losers) > 0 {
+		for _, c := range g.consolations(losers) {
+			r := g.ready[c.task]
+			ds = append(ds, decision{task: c.task, conds: []board.Cmp{board.ModifiedAt(readyKey(run, s, c.task), r.rev)},
+				ops: []board.Op{grantOp(run, s, c.task, c.bid.note, c.score, c.bid.lease), board.DeleteOp(readyKey(run, s, c.task))}})
+			g.decided[c.task] = true
+		}
 	}
 	if len(ds) == 0 {
 		return
@@ -471,6 +488,54 @@ func (g *gatekeeper) decide(ctx context.Context, now time.Time) {
 		}
 		ds = ds[n:]
 	}
+}
+
+// grantOp grants task to the worker of bid n, bound to its host's lease.
+func grantOp(run string, shard int, task string, n bidNote, score float64, lease int64) board.Op {
+	grant := grantNote{Task: task, Worker: n.Worker, Host: n.Host, Score: score}
+	return board.PutOp(grantKey(run, shard, task), mustJSON(grant), board.LeaseID(lease))
+}
+
+// consolation is a ready task granted to a worker whose request lost.
+type consolation struct {
+	task  string
+	bid   bidSeen
+	score float64
+}
+
+// consolations pairs losing requests, earliest first, with the shard's
+// ready tasks nobody asked for, in priority order: each loser gets the
+// first it matches. Requests that predate skills in bids (no skills, no
+// profile) match untagged tasks only.
+func (g *gatekeeper) consolations(losers []bidSeen) []consolation {
+	var free []string
+	for t := range g.ready {
+		if len(g.bids[t]) == 0 && !g.decided[t] && !g.opens[t] && g.grants[t] == 0 {
+			if _, running := g.running[t]; !running {
+				free = append(free, t)
+			}
+		}
+	}
+	if len(free) == 0 {
+		return nil
+	}
+	free = firstN(free, len(free), func(a, b string) bool { return readyBefore(a, b, g.ready[a].note, g.ready[b].note) })
+	slices.SortFunc(losers, func(a, b bidSeen) int { return cmp.Compare(a.rev, b.rev) })
+	var out []consolation
+	used := map[string]bool{}
+	for _, l := range losers {
+		for _, t := range free {
+			n := g.ready[t].note
+			if used[t] || !Matches(l.note.Skills, n.Tags) {
+				continue
+			}
+			used[t] = true
+			out = append(out, consolation{task: t, bid: l,
+				score: Competence(l.note.Skills, l.note.Profile, History{}, n.Tags, n.Agent)})
+			break
+		}
+	}
+	return out
 }
 
 func values(m map[string]bidSeen) []bidSeen {

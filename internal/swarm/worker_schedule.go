@@ -95,7 +95,8 @@ func (h *hostRun) schedule(ctx context.Context) {
 			taken[best] = true
 			shard := h.shardOf[best]
 			ops = append(ops, board.PutOp(bidKey(run, shard, best, w.spec.ID),
-				mustJSON(bidNote{Task: best, Worker: w.spec.ID, Host: h.env.host, Score: bestScore}), h.sess.Lease()))
+				mustJSON(bidNote{Task: best, Worker: w.spec.ID, Host: h.env.host, Score: bestScore,
+					Skills: w.spec.Skills, Profile: w.spec.Profile}), h.sess.Lease()))
 			h.bids[best] = &outBid{worker: w, since: now, shard: shard}
 			pending[w]++
 		}
