@@ -10,11 +10,7 @@ import (
 	"github.com/apiary-dev/apiary/internal/swarm"
 )
 
-// localBench returns a BenchConfig.Open on a fresh local board.
-func localBench(t *testing.T) func(ctx context.Context) (swarm.BenchClient, error) {
-	return localBenchAt(t, "local:"+filepath.Join(t.TempDir(), "state.db"))
-}
-
+// localBenchAt returns a BenchConfig.Open on the local board at dsn.
 func localBenchAt(t *testing.T, dsn string) func(ctx context.Context) (swarm.BenchClient, error) {
 	return func(ctx context.Context) (swarm.BenchClient, error) {
 		st, m, err := connect.OpenMetered(ctx, dsn, connect.Options{})
