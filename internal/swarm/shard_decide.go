@@ -29,19 +29,27 @@ func (g *gatekeeper) decide(ctx context.Context, now time.Time) {
 		}
 		r, isReady := g.ready[task]
 		best, ok := winner(values(g.bids[task]))
-		if !isReady || g.decided[task] || !ok {
-			if !isReady && ok && now.Sub(g.bidSince[task]) < staleBids {
-				g.deadline[task] = now.Add(staleBids / 4) // the announcement may still be on its way
-			} else if !isReady && ok {
-				// Bids on a task no longer up for grabs: drop them.
-				delete(g.deadline, task)
-				var ops []board.Op
-				for k, b := range g.bids[task] {
-					ops = append(ops, board.DeleteOp(k))
-					losers = append(losers, b)
-				}
-				ds = append(ds, decision{task: task, ops: ops})
+		if !ok {
+			delete(g.deadline, task)
+			continue
+		}
+		_, running := g.running[task]
+		taken := g.decided[task] || g.grants[task] != 0 || g.opens[task] || running
+		if !isReady && !taken && now.Sub(g.bidSince[task]) < staleBids {
+			g.deadline[task] = now.Add(staleBids / 4) // the announcement may still be on its way
+			continue
+		}
+		if !isReady || taken {
+			// Requests for a task no longer up for grabs — most often ones
+			// that arrived after it was granted: drop them, and their
+			// workers lost.
+			var ops []board.Op
+			for k, b := range g.bids[task] {
+				ops = append(ops, board.DeleteOp(k))
+				losers = append(losers, b)
 			}
+			ds = append(ds, decision{task: task, ops: ops})
+			g.forgetBids(task)
 			continue
 		}
 		ops := []board.Op{grantOp(run, s, task, best.note, best.note.Score, best.lease), board.DeleteOp(readyKey(run, s, task))}
@@ -53,7 +61,7 @@ func (g *gatekeeper) decide(ctx context.Context, now time.Time) {
 		}
 		ds = append(ds, decision{task: task, conds: []board.Cmp{board.ModifiedAt(readyKey(run, s, task), r.rev)}, ops: ops})
 		g.decided[task] = true
-		delete(g.deadline, task)
+		g.forgetBids(task)
 	}
 	// A worker whose request lost asked for work it did not get: rather
 	// than leave it to ask again (another round trip, and with many hosts
@@ -105,6 +113,15 @@ func (g *gatekeeper) decide(ctx context.Context, now time.Time) {
 		}
 		ds = ds[n:]
 	}
+}
+
+// forgetBids drops the requests for task from the gatekeeper's view once a
+// decision deletes them, so that a request arriving later is seen alone —
+// and judged late — rather than with the ones already decided.
+func (g *gatekeeper) forgetBids(task string) {
+	delete(g.bids, task)
+	delete(g.deadline, task)
+	delete(g.bidSince, task)
 }
 
 // grantOp grants task to the worker of bid n, bound to its host's lease.

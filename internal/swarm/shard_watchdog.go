@@ -84,6 +84,7 @@ func (g *gatekeeper) watch(ctx context.Context, now time.Time) {
 			g.offered[best.rec.Worker] = append(g.offered[best.rec.Worker], now)
 			g.wd.offered(task, now)
 			g.decided[task] = true
+			g.forgetBids(task)
 			g.env.log.Info("watchdog: task offered", "task", task, "worker", best.rec.Worker, "score", bestScore)
 		} else {
 			g.wd.retry(task, now)
