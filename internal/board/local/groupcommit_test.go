@@ -236,3 +236,47 @@ func TestEveryQueryPrepared(t *testing.T) {
 		t.Fatalf("%d queries ran unprepared", n)
 	}
 }
+
+// TestQueuedWriteAbandoned: a write still waiting for a commit when its
+// context ends returns the context's error and is never applied, even
+// though a later commit runs while it is still in the queue.
+func TestQueuedWriteAbandoned(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b, err := open(ctx, filepath.Join(t.TempDir(), "state.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := board.New(b, board.Options{})
+	defer s.Close()
+	b.writeSem <- struct{}{} // hold the write lock: nothing can lead a commit
+	wctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Put(wctx, "abandoned", []byte("x"), board.NoLease)
+		errc <- err
+	}()
+	for { // wait until it is queued
+		b.qmu.Lock()
+		n := len(b.queue)
+		b.qmu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("abandoned write returned %v, want context.Canceled", err)
+	}
+	<-b.writeSem
+	if _, err := s.Put(ctx, "later", []byte("y"), board.NoLease); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "abandoned"); !errors.Is(err, board.ErrNotFound) {
+		t.Fatalf("the abandoned write was applied: %v", err)
+	}
+	if kv, err := s.Get(ctx, "later"); err != nil || string(kv.Value) != "y" {
+		t.Fatalf("later write: %+v, %v", kv, err)
+	}
+}
