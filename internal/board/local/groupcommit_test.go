@@ -12,6 +12,26 @@ import (
 	"github.com/apiary-dev/apiary/internal/board"
 )
 
+// openBackend opens a fresh local board, closed when the test ends.
+func openBackend(t *testing.T) (*backend, *board.Store) {
+	t.Helper()
+	b, err := open(t.Context(), filepath.Join(t.TempDir(), "state.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := board.New(b, board.Options{})
+	t.Cleanup(func() { s.Close() })
+	return b, s
+}
+
+// checkPrepared fails the test if any query ran unprepared.
+func checkPrepared(t *testing.T, b *backend) {
+	t.Helper()
+	if n := b.stmts.misses.Load(); n != 0 {
+		t.Fatalf("%d queries ran unprepared", n)
+	}
+}
+
 // TestGroupCommit: many writers at once on one store, so that their writes
 // share commits. A write that fails (a put under a revoked lease) or whose
 // comparison fails is undone alone; every other write lands whole, with a
@@ -22,12 +42,7 @@ func TestGroupCommit(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	b, err := open(ctx, filepath.Join(t.TempDir(), "state.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := board.New(b, board.Options{})
-	defer s.Close()
+	b, s := openBackend(t)
 	dead, err := s.Grant(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -168,9 +183,7 @@ func TestGroupCommit(t *testing.T) {
 			t.Fatalf("revision %d: %d events, want 2", rev, n)
 		}
 	}
-	if n := b.stmts.misses.Load(); n != 0 {
-		t.Fatalf("%d queries ran unprepared", n)
-	}
+	checkPrepared(t, b)
 }
 
 // TestEveryQueryPrepared runs every kind of call — and a watch reading the
@@ -179,12 +192,7 @@ func TestGroupCommit(t *testing.T) {
 func TestEveryQueryPrepared(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	b, err := open(ctx, filepath.Join(t.TempDir(), "state.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := board.New(b, board.Options{})
-	defer s.Close()
+	b, s := openBackend(t)
 	if _, err := s.Put(ctx, "p/a", []byte("1"), board.NoLease); err != nil {
 		t.Fatal(err)
 	}
@@ -232,9 +240,7 @@ func TestEveryQueryPrepared(t *testing.T) {
 	if err := s.Compact(ctx, rev); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.stmts.misses.Load(); n != 0 {
-		t.Fatalf("%d queries ran unprepared", n)
-	}
+	checkPrepared(t, b)
 }
 
 // TestQueuedWriteAbandoned: a write still waiting for a commit when its
@@ -243,12 +249,7 @@ func TestEveryQueryPrepared(t *testing.T) {
 func TestQueuedWriteAbandoned(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	b, err := open(ctx, filepath.Join(t.TempDir(), "state.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := board.New(b, board.Options{})
-	defer s.Close()
+	b, s := openBackend(t)
 	b.writeSem <- struct{}{} // hold the write lock: nothing can lead a commit
 	wctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
