@@ -94,11 +94,7 @@ func (b *backend) catchUp(ctx context.Context, want int64) error {
 		return err
 	}
 	defer tx.Rollback()
-	head, err := metaValue(ctx, b.in(tx), "revision")
-	if err != nil {
-		return err
-	}
-	compacted, err := metaValue(ctx, b.in(tx), "compacted")
+	head, compacted, err := logBounds(ctx, b.in(tx))
 	if err != nil {
 		return err
 	}
@@ -114,8 +110,7 @@ func (b *backend) catchUp(ctx context.Context, want int64) error {
 	if head <= hi {
 		return nil
 	}
-	rows, err := b.in(tx).QueryContext(ctx,
-		qTail, hi, head)
+	rows, err := b.in(tx).QueryContext(ctx, qTail, hi, head)
 	if err != nil {
 		return err
 	}
@@ -149,6 +144,15 @@ func (b *backend) catchUp(ctx context.Context, want int64) error {
 		t.evs = append([]board.Event(nil), t.evs[cut:]...)
 	}
 	return nil
+}
+
+// logBounds reads the current revision and the compaction point.
+func logBounds(ctx context.Context, q querier) (head, compacted int64, err error) {
+	if head, err = metaValue(ctx, q, "revision"); err != nil {
+		return 0, 0, err
+	}
+	compacted, err = metaValue(ctx, q, "compacted")
+	return head, compacted, err
 }
 
 // scanEvent reads one row of rev, type, key, value, create_rev, lease.

@@ -80,10 +80,7 @@ func (b *backend) readLog(ctx context.Context, prefix string, next int64) (evs [
 		return nil, 0, 0, err
 	}
 	defer tx.Rollback()
-	if head, err = metaValue(ctx, b.in(tx), "revision"); err != nil {
-		return nil, 0, 0, err
-	}
-	compacted, err := metaValue(ctx, b.in(tx), "compacted")
+	head, compacted, err := logBounds(ctx, b.in(tx))
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -95,9 +92,7 @@ func (b *backend) readLog(ctx context.Context, prefix string, next int64) (evs [
 		return nil, upto, head, nil
 	}
 	cond, args := prefixRange(prefix)
-	rows, err := b.in(tx).QueryContext(ctx,
-		logQuery(cond),
-		append([]any{next, upto}, args...)...)
+	rows, err := b.in(tx).QueryContext(ctx, logQuery(cond), append([]any{next, upto}, args...)...)
 	if err != nil {
 		return nil, 0, 0, err
 	}
