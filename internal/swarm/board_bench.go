@@ -279,16 +279,12 @@ func purgeRun(ctx context.Context, st *board.Store, run string) error {
 		if err != nil {
 			return err
 		}
-		for len(kvs) > 0 {
-			n := min(len(kvs), 96)
-			var ops []board.Op
-			for _, kv := range kvs[:n] {
-				ops = append(ops, board.DeleteOp(kv.Key))
-			}
-			if _, err := st.Txn(ctx, board.Txn{Then: ops}); err != nil {
-				return err
-			}
-			kvs = kvs[n:]
+		ops := make([]board.Op, 0, len(kvs))
+		for _, kv := range kvs {
+			ops = append(ops, board.DeleteOp(kv.Key))
+		}
+		if err := writeBatches(ctx, st, ops); err != nil {
+			return err
 		}
 	}
 	rev, err := st.Revision(ctx)

@@ -153,7 +153,7 @@ func (g *gatekeeper) consolations(losers []bidSeen) []consolation {
 	if len(free) == 0 {
 		return nil
 	}
-	free = firstN(free, len(free), func(a, b string) bool { return readyBefore(a, b, g.ready[a].note, g.ready[b].note) })
+	slices.SortFunc(free, cmpOf(func(a, b string) bool { return readyBefore(a, b, g.ready[a].note, g.ready[b].note) }))
 	slices.SortFunc(losers, func(a, b bidSeen) int { return cmp.Compare(a.rev, b.rev) })
 	var out []consolation
 	used := map[string]bool{}

@@ -61,9 +61,14 @@ func (h *hostRun) records() ([]board.Op, []*hostWorker) {
 
 // writeOps writes ops in transactions of at most 96.
 func (h *hostRun) writeOps(ctx context.Context, ops []board.Op) error {
+	return writeBatches(ctx, h.env.st, ops)
+}
+
+// writeBatches writes ops, unconditionally, in transactions of at most 96.
+func writeBatches(ctx context.Context, st *board.Store, ops []board.Op) error {
 	for len(ops) > 0 {
 		n := min(len(ops), 96)
-		if _, err := h.env.st.Txn(ctx, board.Txn{Then: ops[:n]}); err != nil {
+		if _, err := st.Txn(ctx, board.Txn{Then: ops[:n]}); err != nil {
 			return err
 		}
 		ops = ops[n:]
