@@ -15,45 +15,73 @@ import (
 
 const module = "github.com/apiary-dev/apiary"
 
-// allowed is DESIGN.md's import allow-list: for each package under internal/,
-// the internal packages it may import. A subpackage (board/local) belongs to
-// its top-level package and may import it. cli may import anything.
-var allowed = map[string][]string{
-	"cli":        {"*"},
-	"config":     {},
-	"sse":        {},
-	"llmapi":     {"sse"},
-	"sched":      {},
-	"gateway":    {"sched", "llmapi", "sse", "capability"},
-	"llmfake":    {"llmapi", "sse"},
-	"durable":    {"capability"},
-	"mcpserver":  {"durable", "envelope", "capability"},
-	"envelope":   {"capability"},
-	"capability": {},
-	"plan":       {"envelope"},
-	"git":        {},
-	"gate":       {"git", "envelope"},
-	"agent":      {"envelope"},
-	"supervise":  {"sched"},
-	"board":      {"envelope"},
-	"swarm":      {"plan", "git", "gate", "agent", "supervise", "board", "envelope", "capability"},
-	"sim":        {"sched", "plan", "plot"},
-	"eval":       {"swarm", "plan", "plot"},
-	"dashboard":  {"plot"},
-	"telemetry":  {},
-	// plot draws the charts of reports (SVG and PNG) for sim, eval and the
-	// dashboard; it stands alone.
-	"plot": {},
-	// envtest is a test-only helper (finding installed components); it ships
-	// nowhere and is imported only from _test.go files.
-	"envtest": {},
+// architecture is the map whose package table is the import allow-list.
+const architecture = "docs/ARCHITECTURE.md"
+
+// layout is what the architecture map's "Packages" section says: for each
+// top-level package under internal/, the internal packages it may import
+// ("*" for anything), and for each heavy dependency (a module path
+// prefix), the only packages that may import it.
+type layout struct {
+	allowed map[string][]string
+	heavy   map[string][]string
 }
 
-// heavy dependencies and the only internal packages that may import them.
-var heavy = map[string][]string{
-	"go.etcd.io/etcd/":                       {"board"},
-	"github.com/modelcontextprotocol/go-sdk": {"mcpserver"},
-	"modernc.org/sqlite":                     {"board", "gateway"},
+// readLayout parses the tables of the map's "Packages" section: rows of
+// three cells are packages (name, what it provides, what it may import),
+// rows of two are heavy dependencies (prefix, the packages allowed).
+func readLayout(t *testing.T) layout {
+	t.Helper()
+	b, err := os.ReadFile(architecture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := layout{allowed: map[string][]string{}, heavy: map[string][]string{}}
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "## ") {
+			in = line == "## Packages"
+			continue
+		}
+		if !in || !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		name := strings.Trim(strings.TrimSpace(cells[0]), "`")
+		switch len(cells) {
+		case 3:
+			l.allowed[name] = codeNames(t, cells[2])
+		case 2:
+			l.heavy[name] = codeNames(t, cells[1])
+		default:
+			t.Fatalf("%s: a table row of %d cells: %s", architecture, len(cells), line)
+		}
+	}
+	if len(l.allowed) == 0 || len(l.heavy) == 0 {
+		t.Fatalf("%s: no package table or no heavy-dependency table in its Packages section", architecture)
+	}
+	return l
+}
+
+// codeNames reads a cell listing `names`: "anything" is "*", "—" is none.
+func codeNames(t *testing.T, cell string) []string {
+	cell = strings.TrimSpace(cell)
+	switch cell {
+	case "anything":
+		return []string{"*"}
+	case "—", "-", "":
+		return []string{}
+	}
+	var out []string
+	for _, part := range strings.Split(cell, ",") {
+		part = strings.TrimSpace(part)
+		if len(part) < 3 || part[0] != '`' || part[len(part)-1] != '`' {
+			t.Fatalf("%s: %q is not a `name` in cell %q", architecture, part, cell)
+		}
+		out = append(out, part[1:len(part)-1])
+	}
+	return out
 }
 
 type goFile struct {
@@ -106,18 +134,20 @@ func loadFiles(t *testing.T) []goFile {
 	return files
 }
 
-// TestImportAllowList enforces DESIGN.md's package dependency table.
+// TestImportAllowList enforces the architecture map's package table.
 func TestImportAllowList(t *testing.T) {
 	t.Parallel()
+	l := readLayout(t)
 	for _, f := range loadFiles(t) {
+		double := isTestDouble(strings.TrimPrefix(filepath.ToSlash(filepath.Dir(f.rel)), "internal/"))
 		for _, imp := range f.imports {
 			rest, ok := strings.CutPrefix(imp, module+"/internal/")
 			if ok {
 				target, _, _ := strings.Cut(rest, "/")
-				if !f.test && isTestDouble(rest) {
+				if !f.test && !double && isTestDouble(rest) {
 					t.Errorf("%s imports test-only package %s outside a _test.go file", f.rel, imp)
 				}
-				if f.test || target == f.pkg {
+				if f.test || double || target == f.pkg {
 					continue
 				}
 				switch {
@@ -126,24 +156,41 @@ func TestImportAllowList(t *testing.T) {
 						t.Errorf("forbidden import: cmd/apiary -> %s (%s); main may import only cli", target, f.rel)
 					}
 				default:
-					allow, known := allowed[f.pkg]
+					allow, known := l.allowed[f.pkg]
 					if !known {
-						t.Errorf("package %s (%s) is not in DESIGN.md's table; add it there and to this test", f.pkg, f.rel)
+						t.Errorf("package %s (%s) is not in %s's package table; add it there", f.pkg, f.rel, architecture)
 						continue
 					}
 					if !slices.Contains(allow, "*") && !slices.Contains(allow, target) {
-						t.Errorf("forbidden import: %s -> %s (%s); %s may import only %v", f.pkg, target, f.rel, f.pkg, allow)
+						t.Errorf("forbidden import: %s -> %s (%s); %s says %s may import only %v", f.pkg, target, f.rel, architecture, f.pkg, allow)
 					}
 				}
 				continue
 			}
-			if f.test {
+			if f.test || double {
 				continue
 			}
-			for prefix, pkgs := range heavy {
+			for prefix, pkgs := range l.heavy {
 				if strings.HasPrefix(imp, prefix) && !slices.Contains(pkgs, f.pkg) {
-					t.Errorf("heavy dependency %s imported by %s (%s); only %v may import it", imp, f.pkg, f.rel, pkgs)
+					t.Errorf("heavy dependency %s imported by %s (%s); %s allows only %v", imp, f.pkg, f.rel, architecture, pkgs)
 				}
+			}
+		}
+	}
+}
+
+// TestLayoutTableKnown: every package the table names exists, so the map
+// does not drift from the tree.
+func TestLayoutTableKnown(t *testing.T) {
+	t.Parallel()
+	l := readLayout(t)
+	for name, imports := range l.allowed {
+		if _, err := os.Stat(filepath.Join("internal", name)); err != nil {
+			t.Errorf("%s lists package %s, which does not exist", architecture, name)
+		}
+		for _, imp := range imports {
+			if _, ok := l.allowed[imp]; !ok && imp != "*" {
+				t.Errorf("%s: %s may import %s, which is not in the table", architecture, name, imp)
 			}
 		}
 	}

@@ -92,7 +92,7 @@ exits non-zero after writing the rest.`,
 					for _, n := range counts {
 						for _, m := range ms {
 							fmt.Fprintf(e.stderr, "bench swarm: %s board, %s, %d workers, %d tasks...\n", b, m, n, *tasks)
-							res, err := swarm.BenchSwarm(ctx, swarm.BenchConfig{Mode: m, Workers: n, Tasks: *tasks, Work: *work,
+							res, err := swarm.Bench(ctx, swarm.BenchConfig{Mode: m, Workers: n, Tasks: *tasks, Work: *work,
 								HostSize: *hostSize, Shards: *shards, Heartbeat: *heartbeat, Seed: uint64(n), Open: fresh(), Shared: shared, Timeout: *timeout})
 							if err != nil {
 								if ctx.Err() != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/board/connect"
 	"github.com/apiary-dev/apiary/internal/git"
+	"github.com/apiary-dev/apiary/internal/rundir"
 	"github.com/apiary-dev/apiary/internal/swarm"
 )
 
@@ -57,13 +58,13 @@ func boardRunsCommand() *command {
 					return err
 				}
 				defer st.Close()
-				runs, err := swarm.ListSwarmRuns(ctx, st)
+				runs, err := swarm.ListRecords(ctx, st)
 				if err != nil {
 					return err
 				}
 				if *asJSON {
 					if runs == nil {
-						runs = []*swarm.SwarmRun{}
+						runs = []*swarm.Record{}
 					}
 					return writeJSON(e.stdout, runs)
 				}
@@ -103,7 +104,7 @@ hints of the run's conflict types.`,
 				if len(args) == 1 {
 					id = args[0]
 				} else {
-					runs, err := swarm.ListSwarmRuns(ctx, st)
+					runs, err := swarm.ListRecords(ctx, st)
 					if err != nil {
 						return err
 					}
@@ -112,7 +113,7 @@ hints of the run's conflict types.`,
 					}
 					id = runs[len(runs)-1].Run
 				}
-				rep, err := swarm.LoadSwarmReport(ctx, st, id)
+				rep, err := swarm.LoadReport(ctx, st, id)
 				if err != nil {
 					return err
 				}
@@ -174,8 +175,8 @@ func (f *runFlags) runSwarm(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := swarm.SwarmOptions{Shards: sf.shards, MaxAttempts: f.maxAttempts}
-	r, err := swarm.PublishPlan(ctx, swarm.PublishConfig{Store: st, Repo: repo.At(root), Remote: sf.remote, PlanFile: args[0],
+	opts := swarm.Options{Shards: sf.shards, MaxAttempts: f.maxAttempts}
+	r, err := swarm.Publish(ctx, swarm.PublishConfig{Store: st, Repo: repo.At(root), Remote: sf.remote, PlanFile: args[0],
 		PlanData: data, Agents: agents, Options: opts})
 	if err != nil {
 		return reportPlanErrors(e, err)
@@ -193,7 +194,7 @@ func (f *runFlags) runSwarm(ctx context.Context, e *env, args []string) error {
 		host, _ := os.Hostname()
 		go func() {
 			hostErr <- swarm.RunHost(hctx, swarm.HostConfig{Store: st, Host: fmt.Sprintf("run-%s-%d", host, os.Getpid()), Run: r.Run,
-				Merge: &swarm.MergeConfig{Dir: filepath.Join(root, swarm.StateDir, "swarm")}})
+				Merge: &swarm.MergeConfig{Dir: filepath.Join(root, rundir.StateDir, "swarm")}})
 		}()
 	} else {
 		close(hostErr)
@@ -237,7 +238,7 @@ func syncCheckout(ctx context.Context, repo *git.Repo, branch string) {
 	}
 }
 
-func writeSwarmReport(e *env, rep *swarm.SwarmReport, asJSON bool) error {
+func writeSwarmReport(e *env, rep *swarm.Report, asJSON bool) error {
 	if asJSON {
 		return writeJSON(e.stdout, rep)
 	}

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/git"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 func cancelCommand() *command {
@@ -51,28 +52,28 @@ recorded in its directory and applied if the run is resumed.`,
 }
 
 func runCancel(ctx context.Context, e *env, repoDir, run, task, reason string, asJSON bool) error {
-	if !swarm.ValidRunID(run) {
+	if !rundir.ValidID(run) {
 		return usagef("bad run id %q", run)
 	}
 	root, err := git.New(repoDir, git.Options{}).TopLevel(ctx)
 	if err != nil {
 		return fmt.Errorf("%s is not in a git repository: %w", repoDir, err)
 	}
-	if _, err := swarm.ReadRecord(root, run); err != nil {
+	if _, err := rundir.Open(root, run).Record(); err != nil {
 		return err
 	}
-	key, err := swarm.LoadKey(root, false, nil)
+	key, err := runs.LoadKey(root, false, nil)
 	if err != nil {
 		return fmt.Errorf("the repository's capability key: %w", err)
 	}
-	tok, err := swarm.OperatorToken(key, run, time.Now(), time.Minute)
+	tok, err := runs.OperatorToken(key, run, time.Now(), time.Minute)
 	if err != nil {
 		return err
 	}
-	ctl := swarm.DialControl(swarm.ControlPath(root, run))
-	res, err := ctl.Cancel(ctx, swarm.CancelRequest{Operator: tok.String(), Task: task, Reason: reason})
-	if errors.Is(err, swarm.ErrNotLive) {
-		if err := swarm.RecordCancel(root, run, task, reason, time.Now()); err != nil {
+	ctl := runs.DialControl(runs.ControlPath(root, run))
+	res, err := ctl.Cancel(ctx, runs.CancelRequest{Operator: tok.String(), Task: task, Reason: reason})
+	if errors.Is(err, runs.ErrNotLive) {
+		if err := runs.RecordCancel(root, run, task, reason, time.Now()); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "run %s is not running; the cancellation is recorded and applies if it is resumed\n", run)

@@ -15,7 +15,8 @@ import (
 
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/git"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 // cancelAgent says it started, leaves a background process in its
@@ -81,11 +82,11 @@ tasks:
 	})
 	var runID string
 	waitFor(t, time.Minute, func() bool {
-		runs, _ := swarm.ListRuns(repoDir)
-		if len(runs) != 1 {
+		ids, _ := rundir.List(repoDir)
+		if len(ids) != 1 {
 			return false
 		}
-		runID = runs[0]
+		runID = ids[0]
 		_, errA := os.Stat(filepath.Join(flags, "started-a"))
 		_, errB := os.Stat(filepath.Join(flags, "started-b"))
 		return errA == nil && errB == nil
@@ -109,7 +110,7 @@ tasks:
 	if code := Main(t.Context(), []string{"cancel", "--repo", repoDir, "--json", "--reason", "not needed", runID, "a"}, strings.NewReader(""), &out, &errb); code != 0 {
 		t.Fatalf("cancel a: exit %d: %s %s", code, out.String(), errb.String())
 	}
-	var res swarm.CancelResult
+	var res runs.CancelResult
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil || !slices.Equal(res.Cancelled, []string{"a"}) {
 		t.Fatalf("cancel a: %v %s", err, out.String())
 	}
@@ -162,7 +163,7 @@ tasks:
 
 func readReceipt(t *testing.T, repoDir, run, task string) *envelope.Receipt {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(swarm.RunDir(repoDir, run), "tasks", task, "receipt.json"))
+	b, err := os.ReadFile(filepath.Join(rundir.Path(repoDir, run), "tasks", task, "receipt.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

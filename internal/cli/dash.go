@@ -20,7 +20,8 @@ import (
 	"github.com/apiary-dev/apiary/internal/dashboard"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/git"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/runs"
 	"github.com/apiary-dev/apiary/internal/telemetry"
 )
 
@@ -126,12 +127,12 @@ func (o *dashOptions) sources(ctx context.Context, e *env) (dashboard.Sources, f
 	if root != "" {
 		src.Runs = newRunFiles(root, st)
 		src.Cancel = runControl{root: root, now: time.Now}
-		q := escrowQueue{q: swarm.NewEscrowQueue(root, nil)}
+		q := escrowQueue{q: runs.NewEscrowQueue(root, nil)}
 		src.Escrow, src.Decide = q, q
 	}
 	var dirs dashboard.PlotDirs
 	if root != "" {
-		dirs = append(dirs, filepath.Join(root, swarm.StateDir, "plots"))
+		dirs = append(dirs, filepath.Join(root, rundir.StateDir, "plots"))
 	}
 	for _, d := range o.plots {
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
@@ -232,7 +233,7 @@ func tracingFromEnv(ctx context.Context, e *env, service string) (*telemetry.Tra
 // run's id (unless cfg.Logger is set) — and, with dashAddr, a dashboard
 // that the run's events refresh at once. It sets cfg.OnEvent; stop ends it
 // all (spans are exported then).
-func observeRun(ctx context.Context, e *env, root, runID, dashAddr string, cfg *swarm.Config) (stop func(), err error) {
+func observeRun(ctx context.Context, e *env, root, runID, dashAddr string, cfg *runs.Config) (stop func(), err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = telemetry.NewLogger(e.stderr, telemetry.LogOptions{Level: slog.LevelWarn}).With(telemetry.KeyRun, runID)
 	}
@@ -241,7 +242,7 @@ func observeRun(ctx context.Context, e *env, root, runID, dashAddr string, cfg *
 		return nil, err
 	}
 	metrics := telemetry.NewMetrics()
-	runs := tracing.Runs()
+	traces := tracing.Runs()
 	var srv *dashboard.Server
 	stopDash := func() {}
 	if dashAddr != "" {
@@ -261,17 +262,17 @@ func observeRun(ctx context.Context, e *env, root, runID, dashAddr string, cfg *
 			closeSrc()
 		}
 	}
-	cfg.OnEvent = func(ev swarm.Event) {
+	cfg.OnEvent = func(ev runs.Event) {
 		te := telemetryEvent(root, ev, tracing.Enabled())
 		metrics.Observe(te)
-		runs.Observe(te)
+		traces.Observe(te)
 		if srv != nil {
 			srv.Notify()
 		}
 	}
 	return func() {
 		stopDash()
-		runs.Close(time.Now())
+		traces.Close(time.Now())
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		if err := tracing.Shutdown(sctx); err != nil {
@@ -282,7 +283,7 @@ func observeRun(ctx context.Context, e *env, root, runID, dashAddr string, cfg *
 
 // telemetryEvent converts a run event; with files it also reads what the
 // trace needs from the run's files (its trace id, a task's checks).
-func telemetryEvent(root string, ev swarm.Event, files bool) telemetry.Event {
+func telemetryEvent(root string, ev runs.Event, files bool) telemetry.Event {
 	te := telemetry.Event{Time: ev.Time, Run: ev.Run, Kind: ev.Kind, Task: ev.Task, Attempt: ev.Attempt, Role: ev.Role,
 		Base: ev.Base, Commit: ev.Commit, Status: ev.Status, Reason: ev.Reason, Integrated: ev.Integrated, Exit: ev.Exit,
 		Fence: ev.Fence, Traceparent: ev.Trace}
@@ -296,12 +297,12 @@ func telemetryEvent(root string, ev swarm.Event, files bool) telemetry.Event {
 		return te
 	}
 	switch ev.Kind {
-	case swarm.EvRunStarted, swarm.EvRunResumed:
-		if rec, err := swarm.ReadRecord(root, ev.Run); err == nil {
+	case rundir.EvRunStarted, rundir.EvRunResumed:
+		if rec, err := rundir.Open(root, ev.Run).Record(); err == nil {
 			te.TraceID = rec.TraceID
 		}
-	case swarm.EvTaskDone:
-		b, err := os.ReadFile(filepath.Join(swarm.RunDir(root, ev.Run), "tasks", ev.Task, "receipt.json"))
+	case rundir.EvTaskDone:
+		b, err := os.ReadFile(filepath.Join(rundir.Path(root, ev.Run), "tasks", ev.Task, "receipt.json"))
 		if err != nil {
 			break
 		}

@@ -27,7 +27,8 @@ import (
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/board/connect"
 	"github.com/apiary-dev/apiary/internal/envtest"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 var (
@@ -233,23 +234,23 @@ func TestDashBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(repo, swarm.StateDir, "plots"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(repo, rundir.StateDir, "plots"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(repo, swarm.StateDir, "plots", "swarm-makespan.svg"), plot, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(repo, rundir.StateDir, "plots", "swarm-makespan.svg"), plot, 0o644); err != nil {
 		t.Fatal(err)
 	}
 
 	// An escrowed operation of another run waits for a human.
-	esc, err := json.Marshal(swarm.EscrowRequest{ID: "push-1", Run: "20260101-000000-abcdef", Task: "release", Kind: "command",
-		Operation: "git push origin main", Chain: []string{"release", "root"}, State: swarm.EscrowPending, Created: time.Now().UTC()})
+	esc, err := json.Marshal(runs.EscrowRequest{ID: "push-1", Run: "20260101-000000-abcdef", Task: "release", Kind: "command",
+		Operation: "git push origin main", Chain: []string{"release", "root"}, State: runs.EscrowPending, Created: time.Now().UTC()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(repo, swarm.StateDir, "escrow"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(repo, rundir.StateDir, "escrow"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(repo, swarm.StateDir, "escrow", "push-1.json"), esc, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(repo, rundir.StateDir, "escrow", "push-1.json"), esc, 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -467,11 +468,11 @@ func TestDashBrowser(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the run did not end after the cancellation")
 	}
-	runs, err := swarm.ListRuns(repo)
-	if err != nil || len(runs) != 1 {
-		t.Fatalf("runs %v %v", runs, err)
+	ids, err := rundir.List(repo)
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("runs %v %v", ids, err)
 	}
-	rep, err := swarm.LoadReport(repo, runs[0])
+	rep, err := runs.LoadReport(repo, ids[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +489,7 @@ func TestDashBrowser(t *testing.T) {
 	if err != nil || h.State != board.HintApproved || h.Reviewer != "dashboard" || h.Note != "ok from the keyboard" {
 		t.Errorf("hint %+v %v", h, err)
 	}
-	if r, err := swarm.NewEscrowQueue(repo, nil).Get("push-1"); err != nil || r.State != swarm.EscrowApproved || r.DecidedBy != "dashboard" || r.Note != "release day" {
+	if r, err := runs.NewEscrowQueue(repo, nil).Get("push-1"); err != nil || r.State != runs.EscrowApproved || r.DecidedBy != "dashboard" || r.Note != "release day" {
 		t.Errorf("escrow push-1 %+v %v, want approved by dashboard with the note typed", r, err)
 	}
 	if _, err := os.Stat(filepath.Join(shots, "dashboard.png")); err != nil {

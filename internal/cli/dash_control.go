@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/dashboard"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 // The dashboard's actions on live runs and the escrow queue: cancelling
@@ -27,28 +28,28 @@ var _ dashboard.Canceller = runControl{}
 const operatorTTL = time.Minute
 
 func (c runControl) Cancel(ctx context.Context, run, task, reason string) error {
-	if !swarm.ValidRunID(run) {
+	if !rundir.ValidID(run) {
 		return fmt.Errorf("%w: run %q", dashboard.ErrNotFound, run)
 	}
-	if _, err := swarm.ReadRecord(c.root, run); err != nil {
+	if _, err := rundir.Open(c.root, run).Record(); err != nil {
 		return fmt.Errorf("%w: %w", dashboard.ErrNotFound, err)
 	}
-	key, err := swarm.LoadKey(c.root, false, nil)
+	key, err := runs.LoadKey(c.root, false, nil)
 	if err != nil {
 		return fmt.Errorf("%w: no capability key in %s (the run is not live): %w", dashboard.ErrConflict, c.root, err)
 	}
-	tok, err := swarm.OperatorToken(key, run, c.now(), operatorTTL)
+	tok, err := runs.OperatorToken(key, run, c.now(), operatorTTL)
 	if err != nil {
 		return err
 	}
-	_, err = swarm.DialControl(swarm.ControlPath(c.root, run)).Cancel(ctx, swarm.CancelRequest{Operator: tok.String(), Task: task, Reason: reason})
-	var ce *swarm.ControlError
+	_, err = runs.DialControl(runs.ControlPath(c.root, run)).Cancel(ctx, runs.CancelRequest{Operator: tok.String(), Task: task, Reason: reason})
+	var ce *runs.ControlError
 	switch {
-	case errors.Is(err, swarm.ErrNotLive):
+	case errors.Is(err, runs.ErrNotLive):
 		return fmt.Errorf("%w: run %s is not live", dashboard.ErrConflict, run)
-	case errors.Is(err, swarm.ErrUnknownTask):
+	case errors.Is(err, runs.ErrUnknownTask):
 		return fmt.Errorf("%w: %w", dashboard.ErrNotFound, err)
-	case errors.As(err, &ce) && ce.Kind == swarm.KindCancelled:
+	case errors.As(err, &ce) && ce.Kind == runs.KindCancelled:
 		return fmt.Errorf("%w: %w", dashboard.ErrConflict, err)
 	}
 	return err
@@ -56,7 +57,7 @@ func (c runControl) Cancel(ctx context.Context, run, task, reason string) error 
 
 // escrowQueue is dashboard.EscrowSource and EscrowDecider over the
 // repository's escrow queue.
-type escrowQueue struct{ q *swarm.EscrowQueue }
+type escrowQueue struct{ q *runs.EscrowQueue }
 
 var (
 	_ dashboard.EscrowSource  = escrowQueue{}
@@ -78,9 +79,9 @@ func (e escrowQueue) Escrow(context.Context) ([]dashboard.EscrowRequest, error) 
 
 func (e escrowQueue) decided(err error) error {
 	switch {
-	case errors.Is(err, swarm.ErrNoRequest):
+	case errors.Is(err, runs.ErrNoRequest):
 		return fmt.Errorf("%w: %w", dashboard.ErrNotFound, err)
-	case errors.Is(err, swarm.ErrDecided):
+	case errors.Is(err, runs.ErrDecided):
 		return fmt.Errorf("%w: %w", dashboard.ErrConflict, err)
 	}
 	return err

@@ -13,12 +13,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/dashboard"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/plan"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 // The dashboard's sources over the runtime's files, the board and the
@@ -52,7 +54,7 @@ func newRunFiles(root string, st *board.Store) *runFiles {
 var _ dashboard.RunSource = (*runFiles)(nil)
 
 func (s *runFiles) Runs(ctx context.Context) ([]dashboard.RunSummary, error) {
-	ids, err := swarm.ListRuns(s.root)
+	ids, err := rundir.List(s.root)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +63,7 @@ func (s *runFiles) Runs(ctx context.Context) ([]dashboard.RunSummary, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		fi, _ := os.Stat(filepath.Join(swarm.RunDir(s.root, id), "events.jsonl"))
+		fi, _ := os.Stat(filepath.Join(rundir.Path(s.root, id), "events.jsonl"))
 		s.mu.Lock()
 		c, ok := s.done[id]
 		s.mu.Unlock()
@@ -69,7 +71,7 @@ func (s *runFiles) Runs(ctx context.Context) ([]dashboard.RunSummary, error) {
 			out = append(out, c.sum)
 			continue
 		}
-		rep, err := swarm.LoadReport(s.root, id)
+		rep, err := runs.LoadReport(s.root, id)
 		if err != nil {
 			out = append(out, dashboard.RunSummary{ID: id, Status: "unreadable"})
 			continue
@@ -92,12 +94,12 @@ func (s *runFiles) Runs(ctx context.Context) ([]dashboard.RunSummary, error) {
 }
 
 // report loads a run's report; an unknown or malformed id is ErrNotFound.
-func (s *runFiles) report(id string) (*swarm.Report, error) {
-	if !swarm.ValidRunID(id) {
+func (s *runFiles) report(id string) (*runs.Report, error) {
+	if !rundir.ValidID(id) {
 		return nil, fmt.Errorf("%w: run %q", dashboard.ErrNotFound, id)
 	}
-	rep, err := swarm.LoadReport(s.root, id)
-	if errors.Is(err, swarm.ErrNoRun) {
+	rep, err := runs.LoadReport(s.root, id)
+	if errors.Is(err, runs.ErrNoRun) {
 		return nil, fmt.Errorf("%w: %w", dashboard.ErrNotFound, err)
 	}
 	return rep, err
@@ -123,8 +125,8 @@ func (s *runFiles) Run(ctx context.Context, id string) (*dashboard.Run, error) {
 		return nil, err
 	}
 	r.Edges = []dashboard.Edge{}
-	if rec, err := swarm.ReadRecord(s.root, id); err == nil {
-		if data, err := os.ReadFile(filepath.Join(swarm.RunDir(s.root, id), "plan.yaml")); err == nil {
+	if rec, err := rundir.Open(s.root, id).Record(); err == nil {
+		if data, err := os.ReadFile(filepath.Join(rundir.Path(s.root, id), "plan.yaml")); err == nil {
 			if p, err := plan.ParseWith(rec.PlanFile, data, plan.Options{Agents: rec.Options.Agents}); err == nil {
 				for _, t := range p.Tasks {
 					for _, d := range t.Deps {
@@ -151,9 +153,9 @@ func (s *runFiles) Task(ctx context.Context, run, task string) (*dashboard.TaskD
 		return nil, err
 	}
 	tr := rep.Task(task)
-	dir := filepath.Join(swarm.RunDir(s.root, run), "tasks", task)
-	if tr == nil && rep.Planner != nil && task == swarm.RolePlanner {
-		tr, dir = rep.Planner, filepath.Join(swarm.RunDir(s.root, run), "planner")
+	dir := filepath.Join(rundir.Path(s.root, run), "tasks", task)
+	if tr == nil && rep.Planner != nil && task == attempt.RolePlanner {
+		tr, dir = rep.Planner, filepath.Join(rundir.Path(s.root, run), "planner")
 	}
 	if tr == nil { // only names the report knows reach the file system
 		return nil, fmt.Errorf("%w: task %s of run %s", dashboard.ErrNotFound, task, run)
@@ -182,7 +184,7 @@ func (s *runFiles) Task(ctx context.Context, run, task string) (*dashboard.TaskD
 			base, commit = rc.Base, rc.Commit
 		}
 	}
-	evs, _, err := swarm.ReadEvents(s.root, run)
+	evs, _, err := rundir.Open(s.root, run).Events()
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +201,7 @@ func (s *runFiles) Task(ctx context.Context, run, task string) (*dashboard.TaskD
 			base, commit = last.Base, last.Commit
 		}
 		name := fmt.Sprintf("attempt-%d.log", last.N)
-		if last.Role == swarm.RoleReconciler {
+		if last.Role == attempt.RoleReconciler {
 			name = fmt.Sprintf("reconcile-%d.log", last.N)
 		}
 		d.Log = readTail(filepath.Join(dir, name), logTail)
@@ -219,7 +221,7 @@ func (s *runFiles) Task(ctx context.Context, run, task string) (*dashboard.TaskD
 }
 
 // attemptsOf lists a task's attempts from the run's events.
-func attemptsOf(evs []swarm.Event, task string) []dashboard.Attempt {
+func attemptsOf(evs []runs.Event, task string) []dashboard.Attempt {
 	var out []dashboard.Attempt
 	open := map[string]int{} // role/n → index in out
 	for _, ev := range evs {
@@ -228,10 +230,10 @@ func attemptsOf(evs []swarm.Event, task string) []dashboard.Attempt {
 		}
 		key := fmt.Sprintf("%s/%d", ev.Role, ev.Attempt)
 		switch ev.Kind {
-		case swarm.EvAttemptStarted:
+		case rundir.EvAttemptStarted:
 			open[key] = len(out)
 			out = append(out, dashboard.Attempt{N: ev.Attempt, Role: ev.Role, Started: ev.Time, Base: ev.Base, Fence: ev.Fence})
-		case swarm.EvAttemptFinished:
+		case rundir.EvAttemptFinished:
 			i, ok := open[key]
 			if !ok {
 				continue
@@ -248,9 +250,9 @@ func attemptsOf(evs []swarm.Event, task string) []dashboard.Attempt {
 	return out
 }
 
-func traceOf(evs []swarm.Event, task string, n int) string {
+func traceOf(evs []runs.Event, task string, n int) string {
 	for i := len(evs) - 1; i >= 0; i-- {
-		if ev := evs[i]; ev.Kind == swarm.EvAttemptStarted && ev.Task == task && ev.Attempt == n {
+		if ev := evs[i]; ev.Kind == rundir.EvAttemptStarted && ev.Task == task && ev.Attempt == n {
 			return ev.Trace
 		}
 	}

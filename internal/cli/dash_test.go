@@ -22,7 +22,8 @@ import (
 	"github.com/apiary-dev/apiary/internal/envtest"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/llmfake"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/runs"
 	"github.com/apiary-dev/apiary/internal/telemetry"
 	"github.com/apiary-dev/apiary/internal/telemetry/telemetrytest"
 )
@@ -70,7 +71,7 @@ func dashRepo(t *testing.T, tasks []dashTask) (repo, planPath, traces string) {
 	if _, err := git.New(repo, git.Options{}).CommitAll(ctx, git.CommitOptions{Message: "initial\n", Author: git.Signature{Name: "t", Email: "t@apiary.invalid"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := swarm.InitStateDir(repo); err != nil {
+	if err := rundir.Init(repo); err != nil {
 		t.Fatal(err)
 	}
 	var p strings.Builder
@@ -129,11 +130,11 @@ func TestRunTelemetry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\n%s\n%s", err, stdout.String(), stderr.String())
 	}
-	var rep swarm.Report
+	var rep runs.Report
 	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil || !rep.OK() {
 		t.Fatalf("report %v: %s", err, stdout.String())
 	}
-	rec, err := swarm.ReadRecord(repo, rep.RunID)
+	rec, err := rundir.Open(repo, rep.RunID).Record()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,15 +253,15 @@ func TestDashBoardActions(t *testing.T) {
 		}
 	}
 	// Two escrowed operations waiting in the repository's queue.
-	q := swarm.NewEscrowQueue(repo, nil)
+	q := runs.NewEscrowQueue(repo, nil)
 	for _, id := range []string{"push-1", "deploy-1"} {
-		req := swarm.EscrowRequest{ID: id, Run: "r", Task: "a", Kind: "command", Operation: "git push origin main", Chain: []string{"a", "root"},
-			State: swarm.EscrowPending, Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+		req := runs.EscrowRequest{ID: id, Run: "r", Task: "a", Kind: "command", Operation: "git push origin main", Chain: []string{"a", "root"},
+			State: runs.EscrowPending, Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 		b, _ := json.Marshal(req)
-		if err := os.MkdirAll(filepath.Join(repo, swarm.StateDir, "escrow"), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(repo, rundir.StateDir, "escrow"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(repo, swarm.StateDir, "escrow", id+".json"), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(repo, rundir.StateDir, "escrow", id+".json"), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -308,7 +309,7 @@ func TestDashBoardActions(t *testing.T) {
 	if code := getJSON(t, base+"/api/escrow", &es); code != 200 || len(es) != 2 {
 		t.Errorf("escrow %d %+v", code, es)
 	}
-	for id, want := range map[string]string{"push-1": swarm.EscrowApproved, "deploy-1": swarm.EscrowDenied} {
+	for id, want := range map[string]string{"push-1": runs.EscrowApproved, "deploy-1": runs.EscrowDenied} {
 		r, err := q.Get(id)
 		if err != nil || r.State != want || r.DecidedBy != "dashboard" {
 			t.Errorf("escrow %s = %+v %v, want %s by dashboard", id, r, err, want)

@@ -14,7 +14,7 @@ import (
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/board/connect"
 	"github.com/apiary-dev/apiary/internal/dashboard"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 // TestWorkerDash starts `apiary worker --dash` on a local board holding a
@@ -89,7 +89,7 @@ func TestObserveRunLogger(t *testing.T) {
 	t.Parallel()
 	var stderr bytes.Buffer
 	e := &env{stdin: strings.NewReader(""), stdout: &stderr, stderr: &stderr, getenv: func(string) string { return "" }}
-	var cfg swarm.Config
+	var cfg runs.Config
 	stop, err := observeRun(t.Context(), e, t.TempDir(), "20260102-030405-abcdef", "", &cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestObserveRunLogger(t *testing.T) {
 	}
 
 	own := slog.New(slog.DiscardHandler)
-	cfg = swarm.Config{Logger: own}
+	cfg = runs.Config{Logger: own}
 	stop2, err := observeRun(t.Context(), e, t.TempDir(), "20260102-030405-abcdef", "", &cfg)
 	if err != nil {
 		t.Fatal(err)

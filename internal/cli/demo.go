@@ -15,9 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/llmfake"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 func demoCommand() *command {
@@ -64,12 +66,12 @@ type demoOptions struct {
 
 // demoResult is the demo's JSON output.
 type demoResult struct {
-	Dir    string        `json:"dir"`
-	Repo   string        `json:"repo"`
-	Agents string        `json:"agents"` // claude | command
-	Checks string        `json:"checks"` // go test | grep
-	Kept   bool          `json:"kept"`
-	Report *swarm.Report `json:"report"`
+	Dir    string       `json:"dir"`
+	Repo   string       `json:"repo"`
+	Agents string       `json:"agents"` // claude | command
+	Checks string       `json:"checks"` // go test | grep
+	Kept   bool         `json:"kept"`
+	Report *runs.Report `json:"report"`
 }
 
 func (o *demoOptions) run(ctx context.Context, e *env) error {
@@ -129,7 +131,7 @@ func (o *demoOptions) run(ctx context.Context, e *env) error {
 	if err := os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte(planData), 0o644); err != nil {
 		return err
 	}
-	cfg := swarm.Config{Repo: git.New(res.Repo, git.Options{}), ReconcileAgent: "reconciler"}
+	cfg := runs.Config{Repo: git.New(res.Repo, git.Options{}), ReconcileAgent: "reconciler"}
 	if claude != "" {
 		srv, err := demoModelServer()
 		if err != nil {
@@ -144,14 +146,14 @@ func (o *demoOptions) run(ctx context.Context, e *env) error {
 		cfg.Models = directAccess{baseURL: hs.URL, keyFor: demoKey}
 		cfg.AgentBin = map[string]string{"claude": claude}
 	}
-	id, err := swarm.NewRunID(time.Now(), rand.Reader)
+	id, err := rundir.NewID(time.Now(), rand.Reader)
 	if err != nil {
 		return err
 	}
 	if !o.json {
 		fmt.Fprintf(e.stdout, "apiary demo: %s workers, checks by %s, repository %s\n", res.Agents, res.Checks, res.Repo)
 	}
-	rep, err := execRun(ctx, e, cfg, swarm.NewRun{ID: id, PlanFile: "plan.yaml", PlanData: []byte(planData)}, false, o.json)
+	rep, err := execRun(ctx, e, cfg, runs.NewRun{ID: id, PlanFile: "plan.yaml", PlanData: []byte(planData)}, false, o.json)
 	if rep == nil {
 		return err
 	}
@@ -176,13 +178,13 @@ func (o *demoOptions) run(ctx context.Context, e *env) error {
 }
 
 // demoShown checks that the run showed what the demo promises.
-func demoShown(rep *swarm.Report) error {
+func demoShown(rep *runs.Report) error {
 	var missing []string
 	t := rep.Totals
-	if t.Integrated[swarm.Merge] < 1 {
+	if t.Integrated[attempt.Merge] < 1 {
 		missing = append(missing, "a three-way merge")
 	}
-	if t.Integrated[swarm.Reconciled] < 1 {
+	if t.Integrated[attempt.Reconciled] < 1 {
 		missing = append(missing, "a reconciliation")
 	}
 	if tr := rep.Task("tidy-tests"); tr == nil || tr.Gate == nil {
@@ -197,7 +199,7 @@ func demoShown(rep *swarm.Report) error {
 	return nil
 }
 
-func writeDemoSummary(e *env, rep *swarm.Report, res demoResult) {
+func writeDemoSummary(e *env, rep *runs.Report, res demoResult) {
 	by := map[string][]string{}
 	for _, tr := range rep.Tasks {
 		if tr.Integrated != nil {
@@ -205,9 +207,9 @@ func writeDemoSummary(e *env, rep *swarm.Report, res demoResult) {
 		}
 	}
 	fmt.Fprintln(e.stdout, "\nwhat happened:")
-	fmt.Fprintf(e.stdout, "  fast-forward     %s (integrated while the branch was still at the task's base)\n", strings.Join(by[swarm.FastForward], ", "))
-	fmt.Fprintf(e.stdout, "  three-way merge  %s (the branch had moved; their changes were disjoint)\n", strings.Join(by[swarm.Merge], ", "))
-	fmt.Fprintf(e.stdout, "  reconciled       %s (README.md was changed on both sides; a reconciler combined them)\n", strings.Join(by[swarm.Reconciled], ", "))
+	fmt.Fprintf(e.stdout, "  fast-forward     %s (integrated while the branch was still at the task's base)\n", strings.Join(by[attempt.FastForward], ", "))
+	fmt.Fprintf(e.stdout, "  three-way merge  %s (the branch had moved; their changes were disjoint)\n", strings.Join(by[attempt.Merge], ", "))
+	fmt.Fprintf(e.stdout, "  reconciled       %s (README.md was changed on both sides; a reconciler combined them)\n", strings.Join(by[attempt.Reconciled], ", "))
 	if tr := rep.Task("tidy-tests"); tr != nil && tr.Gate != nil {
 		fmt.Fprintf(e.stdout, "  rejected         tidy-tests (gate %s/%s: %s)\n", tr.Gate.Gate, tr.Gate.Pattern, tr.Gate.Detail)
 	}
@@ -291,8 +293,8 @@ func demoPlan(dir string, claude, hasGo bool) string {
 
 // demoKey gives each task's Claude Code worker its own key, which selects
 // its script in llmfake.
-func demoKey(ref swarm.TaskRef) string {
-	if ref.Role == swarm.RoleReconciler {
+func demoKey(ref attempt.TaskRef) string {
+	if ref.Role == attempt.RoleReconciler {
 		return "demo-reconcile"
 	}
 	return "demo-" + ref.Task

@@ -8,10 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/envtest"
 	"github.com/apiary-dev/apiary/internal/git"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/rundir"
 )
 
 // runDemo runs `apiary demo --json` in-process with args and decodes it.
@@ -36,8 +37,8 @@ func checkDemo(t *testing.T, res demoResult) {
 	ctx := t.Context()
 	rep := res.Report
 	tot := rep.Totals
-	if rep.Status != "failed" || tot.Succeeded != 5 || tot.Failed != 1 || tot.Integrated[swarm.FastForward] != 2 ||
-		tot.Integrated[swarm.Merge] != 2 || tot.Integrated[swarm.Reconciled] != 1 || tot.GateRejections != 1 {
+	if rep.Status != "failed" || tot.Succeeded != 5 || tot.Failed != 1 || tot.Integrated[attempt.FastForward] != 2 ||
+		tot.Integrated[attempt.Merge] != 2 || tot.Integrated[attempt.Reconciled] != 1 || tot.GateRejections != 1 {
 		t.Fatalf("report %s: %+v", rep.Status, tot)
 	}
 	repo := git.New(res.Repo, git.Options{})
@@ -53,7 +54,7 @@ func checkDemo(t *testing.T, res demoResult) {
 		}
 	}
 	// The receipts.
-	runDir := swarm.RunDir(res.Repo, rep.RunID)
+	runDir := rundir.Path(res.Repo, rep.RunID)
 	for _, tr := range rep.Tasks {
 		b, err := os.ReadFile(filepath.Join(runDir, "tasks", tr.ID, "receipt.json"))
 		if err != nil {
@@ -92,16 +93,16 @@ func checkDemo(t *testing.T, res demoResult) {
 			continue
 		}
 		seen[task]++
-		kind, ok := git.TrailerValue(e.Trailers, swarm.TrailerIntegration)
+		kind, ok := git.TrailerValue(e.Trailers, attempt.TrailerIntegration)
 		if !ok {
-			kind = swarm.FastForward
+			kind = attempt.FastForward
 		}
 		kinds[kind]++
-		if (kind == swarm.Merge || kind == swarm.Reconciled) != (len(e.Parents) == 2) {
+		if (kind == attempt.Merge || kind == attempt.Reconciled) != (len(e.Parents) == 2) {
 			t.Errorf("%s commit %s has %d parents", kind, e.ID, len(e.Parents))
 		}
 	}
-	if len(seen) != 5 || seen["tidy-tests"] != 0 || kinds[swarm.Merge] != 2 || kinds[swarm.Reconciled] != 1 || kinds[swarm.FastForward] != 2 {
+	if len(seen) != 5 || seen["tidy-tests"] != 0 || kinds[attempt.Merge] != 2 || kinds[attempt.Reconciled] != 1 || kinds[attempt.FastForward] != 2 {
 		t.Errorf("history: tasks %v kinds %v", seen, kinds)
 	}
 	for task, n := range seen {
@@ -141,7 +142,7 @@ func TestDemoClaude(t *testing.T) {
 		t.Errorf("no usage recorded: %+v", u)
 	}
 	for _, s := range res.Report.Shares {
-		if s.Role == swarm.RoleReconciler && s.InputTokens == 0 {
+		if s.Role == attempt.RoleReconciler && s.InputTokens == 0 {
 			t.Errorf("the reconciler's tokens are not accounted: %+v", res.Report.Shares)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/apiary-dev/apiary/internal/git"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 func escrowCommand() *command {
@@ -27,12 +27,12 @@ the same attempt goes through exactly once. Every decision is recorded.`,
 	}
 }
 
-func openEscrowQueue(ctx context.Context, repoDir string) (*swarm.EscrowQueue, error) {
+func openEscrowQueue(ctx context.Context, repoDir string) (*runs.EscrowQueue, error) {
 	root, err := git.New(repoDir, git.Options{}).TopLevel(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not in a git repository: %w", repoDir, err)
 	}
-	return swarm.NewEscrowQueue(root, nil), nil
+	return runs.NewEscrowQueue(root, nil), nil
 }
 
 func escrowListCommand() *command {
@@ -57,7 +57,7 @@ func escrowListCommand() *command {
 				}
 				out := reqs[:0:0]
 				for _, r := range reqs {
-					if !*pending || r.State == swarm.EscrowPending {
+					if !*pending || r.State == runs.EscrowPending {
 						out = append(out, r)
 					}
 				}
@@ -65,7 +65,7 @@ func escrowListCommand() *command {
 					enc := json.NewEncoder(e.stdout)
 					enc.SetIndent("", "  ")
 					if out == nil {
-						out = []swarm.EscrowRequest{}
+						out = []runs.EscrowRequest{}
 					}
 					return enc.Encode(out)
 				}
@@ -127,7 +127,7 @@ denied. Outside an apiary task ($APIARY_CONTROL unset) there is nothing to
 ask and it exits 0. apiary installs it as the git pre-push hook of its
 agents.`,
 		setup: func(fs *flag.FlagSet) runFunc {
-			kind := fs.String("kind", swarm.EscrowCommand, "`KIND` of operation: command or tool")
+			kind := fs.String("kind", runs.EscrowCommand, "`KIND` of operation: command or tool")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) == 0 {
 					return usagef("want the OPERATION")
@@ -136,8 +136,8 @@ agents.`,
 				if control == "" {
 					return nil
 				}
-				_, err := swarm.DialControl(control).Escrow(ctx, swarm.EscrowCheck{Capability: token, Kind: *kind, Operation: strings.Join(args, " ")})
-				var ce *swarm.ControlError
+				_, err := runs.DialControl(control).Escrow(ctx, runs.EscrowCheck{Capability: token, Kind: *kind, Operation: strings.Join(args, " ")})
+				var ce *runs.ControlError
 				if errors.As(err, &ce) {
 					enc := json.NewEncoder(e.stdout)
 					if werr := enc.Encode(ce); werr != nil {

@@ -15,13 +15,15 @@ import (
 	"sort"
 	"time"
 
+	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/eval"
 	"github.com/apiary-dev/apiary/internal/gate"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/llmfake"
 	"github.com/apiary-dev/apiary/internal/plan"
+	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/runs"
 	"github.com/apiary-dev/apiary/internal/sim"
-	"github.com/apiary-dev/apiary/internal/swarm"
 )
 
 func evalCommand() *command {
@@ -149,7 +151,7 @@ func (o *evalFlags) run(ctx context.Context, e *env, setDir string) error {
 	if dir, err = filepath.Abs(dir); err != nil {
 		return err
 	}
-	rt := &evalRuntime{models: map[eval.Arm]swarm.ModelAccess{}}
+	rt := &evalRuntime{models: map[eval.Arm]attempt.ModelAccess{}}
 	opts := eval.Options{BudgetUSD: o.budget, MaxParallel: o.maxParallel, Runtime: rt, WorkDir: dir}
 	if !o.json {
 		opts.Progress = e.stderr
@@ -225,7 +227,7 @@ func (o *evalFlags) run(ctx context.Context, e *env, setDir string) error {
 
 // evalRuntime is eval.Runtime on apiary's git plumbing, runtime and gates.
 type evalRuntime struct {
-	models     map[eval.Arm]swarm.ModelAccess
+	models     map[eval.Arm]attempt.ModelAccess
 	agentBin   map[string]string
 	realAgents bool
 }
@@ -242,18 +244,18 @@ func (r *evalRuntime) InitRepo(ctx context.Context, dir string) error {
 	return err
 }
 
-func (r *evalRuntime) Run(ctx context.Context, arm eval.Arm, dir string, planData []byte) (*swarm.Report, error) {
-	cfg := swarm.Config{Repo: git.New(dir, git.Options{}), Models: r.models[arm], AgentBin: r.agentBin, ReconcileAgent: "agent"}
+func (r *evalRuntime) Run(ctx context.Context, arm eval.Arm, dir string, planData []byte) (*runs.Report, error) {
+	cfg := runs.Config{Repo: git.New(dir, git.Options{}), Models: r.models[arm], AgentBin: r.agentBin, ReconcileAgent: "agent"}
 	if r.realAgents {
 		if ws, err := newMCPSurface(dir); err == nil {
 			cfg.Writes = ws
 		}
 	}
-	id, err := swarm.NewRunID(time.Now(), rand.Reader)
+	id, err := rundir.NewID(time.Now(), rand.Reader)
 	if err != nil {
 		return nil, err
 	}
-	return swarm.Start(ctx, cfg, swarm.NewRun{ID: id, PlanFile: string(arm) + "-plan.json", PlanData: planData})
+	return runs.Start(ctx, cfg, runs.NewRun{ID: id, PlanFile: string(arm) + "-plan.json", PlanData: planData})
 }
 
 func (r *evalRuntime) Export(ctx context.Context, dir, rev, dst string) error {
@@ -372,8 +374,8 @@ func (r *evalRuntime) scriptedClaude(ts *eval.TaskSet) (stop func(), err error) 
 	}
 	hs := llmfake.Serve(l, srv)
 	for _, arm := range []eval.Arm{eval.Single, eval.Swarm} {
-		r.models[arm] = directAccess{baseURL: hs.URL, keyFor: func(ref swarm.TaskRef) string {
-			if ref.Role == swarm.RoleReconciler {
+		r.models[arm] = directAccess{baseURL: hs.URL, keyFor: func(ref attempt.TaskRef) string {
+			if ref.Role == attempt.RoleReconciler {
 				return "eval-reconcile"
 			}
 			return evalKey(arm, ref.Task)

@@ -14,7 +14,8 @@ import (
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/envtest"
 	"github.com/apiary-dev/apiary/internal/git"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 var testGitEnv = []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
@@ -98,13 +99,13 @@ tasks:
 	})
 	var runID string
 	waitFor(t, 2*time.Minute, func() bool {
-		runs, _ := swarm.ListRuns(repoDir)
-		if len(runs) != 1 {
+		ids, _ := rundir.List(repoDir)
+		if len(ids) != 1 {
 			return false
 		}
-		runID = runs[0]
-		for _, f := range []string{filepath.Join(swarm.RunDir(repoDir, runID), "tasks", "a", "receipt.json"),
-			filepath.Join(swarm.RunDir(repoDir, runID), "tasks", "b", "receipt.json"),
+		runID = ids[0]
+		for _, f := range []string{filepath.Join(rundir.Path(repoDir, runID), "tasks", "a", "receipt.json"),
+			filepath.Join(rundir.Path(repoDir, runID), "tasks", "b", "receipt.json"),
 			filepath.Join(flags, "started-c"), filepath.Join(flags, "started-d")} {
 			if _, err := os.Stat(f); err != nil {
 				return false
@@ -120,10 +121,10 @@ tasks:
 	waitFor(t, 10*time.Second, func() bool { return len(processesRunning(t, script)) == 0 }, logf.Name())
 	// The killed run left c's and d's attempts behind, without receipts.
 	for _, task := range []string{"c", "d"} {
-		if _, err := os.Stat(filepath.Join(swarm.RunDir(repoDir, runID), "tasks", task, "receipt.json")); err == nil {
+		if _, err := os.Stat(filepath.Join(rundir.Path(repoDir, runID), "tasks", task, "receipt.json")); err == nil {
 			t.Fatalf("%s has a receipt before the resume", task)
 		}
-		if _, err := os.Stat(filepath.Join(repoDir, swarm.StateDir, "worktrees", runID, task+"-1")); err != nil {
+		if _, err := os.Stat(filepath.Join(repoDir, rundir.StateDir, "worktrees", runID, task+"-1")); err != nil {
 			t.Errorf("expected %s's worktree to be left by the kill: %v", task, err)
 		}
 	}
@@ -132,7 +133,7 @@ tasks:
 	if code := Main(t.Context(), []string{"status", "--repo", repoDir, "--json", runID}, strings.NewReader(""), &st, &st); code != 0 {
 		t.Fatalf("status: exit %d: %s", code, st.String())
 	}
-	var killed swarm.Report
+	var killed runs.Report
 	if err := json.Unmarshal(st.Bytes(), &killed); err != nil || killed.Status != "interrupted" ||
 		killed.Task("a").Status != "succeeded" || killed.Task("c").Status != "cancelled" {
 		t.Errorf("status of the killed run: %v %s", err, st.String())
@@ -144,7 +145,7 @@ tasks:
 	if code := Main(t.Context(), []string{"run", "--resume", runID, "--repo", repoDir, "--json"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
-	var rep swarm.Report
+	var rep runs.Report
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || !rep.OK() {
 		t.Fatalf("resume report %v: %s", err, stdout.String())
 	}
@@ -163,7 +164,7 @@ tasks:
 		if seen[task] != 1 {
 			t.Errorf("%s is on the branch %d times (%v)", task, seen[task], seen)
 		}
-		b, err := os.ReadFile(filepath.Join(swarm.RunDir(repoDir, runID), "tasks", task, "receipt.json"))
+		b, err := os.ReadFile(filepath.Join(rundir.Path(repoDir, runID), "tasks", task, "receipt.json"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/apiary-dev/apiary/internal/capability"
 	"github.com/apiary-dev/apiary/internal/durable"
 	"github.com/apiary-dev/apiary/internal/mcpserver"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 // capFlags are `apiary mcp`'s capability flags.
@@ -56,16 +56,16 @@ func (f capFlags) wire(ctx context.Context, e *env, workspace string, cfg *durab
 	if control == "" {
 		control = e.getenv("APIARY_CONTROL")
 	}
-	var ctl *swarm.Control
+	var ctl *runs.Control
 	if control != "" {
-		ctl = swarm.DialControl(control)
+		ctl = runs.DialControl(control)
 	}
 	capAuth.EscrowTools = f.escrowTools
 	capAuth.Escrow = func(tool string) error {
 		if ctl == nil {
 			return fmt.Errorf("no run to ask for approval of %s", tool)
 		}
-		_, err := ctl.Escrow(ctx, swarm.EscrowCheck{Capability: token, Kind: swarm.EscrowTool, Operation: tool})
+		_, err := ctl.Escrow(ctx, runs.EscrowCheck{Capability: token, Kind: runs.EscrowTool, Operation: tool})
 		return err
 	}
 	if cfg.Authority != nil {
@@ -76,7 +76,7 @@ func (f capFlags) wire(ctx context.Context, e *env, workspace string, cfg *durab
 	if ctl == nil {
 		return nil, nil
 	}
-	return swarm.AgentSpawner{Control: ctl, Capability: token}, nil
+	return runs.AgentSpawner{Control: ctl, Capability: token}, nil
 }
 
 // bothAuthorities allows what both allow.
@@ -97,8 +97,8 @@ func findKey(dir string) string {
 		return ""
 	}
 	for {
-		if fi, err := os.Stat(swarm.KeyPath(dir)); err == nil && fi.Mode().IsRegular() {
-			return swarm.KeyPath(dir)
+		if fi, err := os.Stat(runs.KeyPath(dir)); err == nil && fi.Mode().IsRegular() {
+			return runs.KeyPath(dir)
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/git"
+	"github.com/apiary-dev/apiary/internal/runs"
 	"github.com/apiary-dev/apiary/internal/supervise"
-	"github.com/apiary-dev/apiary/internal/swarm"
 )
 
 func reapCommand() *command {
@@ -36,7 +36,7 @@ start and periodically; --dry-run only lists.`,
 				}
 				repo := git.New(*repoDir, git.Options{})
 				log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-				rep, err := swarm.Reap(ctx, repo, swarm.ReapOptions{DryRun: *dry, Grace: *grace, Logger: log})
+				rep, err := runs.Reap(ctx, repo, runs.ReapOptions{DryRun: *dry, Grace: *grace, Logger: log})
 				if *asJSON {
 					type line struct {
 						Kind   string `json:"kind"`

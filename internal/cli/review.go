@@ -9,12 +9,13 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/board/connect"
 	"github.com/apiary-dev/apiary/internal/durable"
-	"github.com/apiary-dev/apiary/internal/gate"
 	"github.com/apiary-dev/apiary/internal/git"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/review"
+	"github.com/apiary-dev/apiary/internal/rundir"
 )
 
 func reviewCommand() *command {
@@ -122,7 +123,7 @@ func (f *reviewFlags) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	if err := swarm.InitStateDir(root); err != nil {
+	if err := rundir.Init(root); err != nil {
 		return err
 	}
 	dsn := f.board
@@ -139,8 +140,8 @@ func (f *reviewFlags) run(ctx context.Context, e *env) error {
 		return err
 	}
 	defer closeScanner()
-	opt := swarm.ReviewOptions{Repo: repo.At(root), Board: st, Secrets: scanner, MaxParallel: f.maxParallel,
-		OnAnalyser: func(r swarm.AnalyserRun) {
+	opt := review.Options{Repo: repo.At(root), Board: st, Secrets: scanner, MaxParallel: f.maxParallel,
+		OnAnalyser: func(r review.AnalyserRun) {
 			msg := fmt.Sprintf("review: %s %s (%s): %s", r.Kind, r.Name, r.Uses, r.Status)
 			if r.Status != "skipped" {
 				msg += fmt.Sprintf(", %d finding(s), %.1fs", r.Findings, r.WallS)
@@ -157,12 +158,12 @@ func (f *reviewFlags) run(ctx context.Context, e *env) error {
 	}
 	switch {
 	case url != "" && key == "":
-		opt.Models = directAccess{baseURL: url, keyFor: func(r swarm.TaskRef) string { return "review-" + r.Task }}
+		opt.Models = directAccess{baseURL: url, keyFor: func(r attempt.TaskRef) string { return "review-" + r.Task }}
 	case url != "" || key != "":
 		opt.Models = directAccess{baseURL: url, key: key}
 	}
-	req := swarm.ReviewRequest{ID: f.id, Base: f.base, Head: f.head, Patch: f.patch, Tags: f.tags, Config: cfg, Apply: f.apply}
-	rep, err := swarm.Review(ctx, opt, req)
+	req := review.Request{ID: f.id, Base: f.base, Head: f.head, Patch: f.patch, Tags: f.tags, Config: cfg, Apply: f.apply}
+	rep, err := review.Run(ctx, opt, req)
 	return printReview(e, rep, err, f.json)
 }
 
@@ -210,7 +211,7 @@ report; the exit status is 0 only for merge.`,
 				if len(args) != 2 {
 					return usagef("want REVIEW_ID and approve or block")
 				}
-				if v := args[1]; v != swarm.VerdictApprove && v != swarm.VerdictBlock {
+				if v := args[1]; v != review.VerdictApprove && v != review.VerdictBlock {
 					return usagef("verdict %q: want approve or block", v)
 				}
 				if by == "" {
@@ -236,8 +237,8 @@ report; the exit status is 0 only for merge.`,
 					return fmt.Errorf("opening the board %s: %w", dsn, err)
 				}
 				defer st.Close()
-				rep, err := swarm.ResolveReview(ctx, swarm.ReviewOptions{Repo: repo.At(root), Board: st},
-					swarm.ResolveRequest{ID: args[0], Verdict: args[1], By: by, Config: cfg, Apply: apply})
+				rep, err := review.Resolve(ctx, review.Options{Repo: repo.At(root), Board: st},
+					review.ResolveRequest{ID: args[0], Verdict: args[1], By: by, Config: cfg, Apply: apply})
 				return printReview(e, rep, err, asJSON)
 			}
 		},
@@ -246,7 +247,7 @@ report; the exit status is 0 only for merge.`,
 
 // printReview prints a review's report (if any) and turns its decision into
 // the exit status: 0 only for merge.
-func printReview(e *env, rep *swarm.ReviewReport, err error, asJSON bool) error {
+func printReview(e *env, rep *review.Report, err error, asJSON bool) error {
 	if rep == nil {
 		return err
 	}
@@ -263,7 +264,7 @@ func printReview(e *env, rep *swarm.ReviewReport, err error, asJSON bool) error 
 	if err != nil {
 		return err
 	}
-	if rep.Decision != swarm.ReviewMerge {
+	if rep.Decision != review.Merge {
 		return errSilent
 	}
 	return nil
@@ -271,11 +272,11 @@ func printReview(e *env, rep *swarm.ReviewReport, err error, asJSON bool) error 
 
 // loadReviewConfig reads the configuration: path, else review.yaml at the
 // repository root, else the default.
-func loadReviewConfig(path, root string) (*swarm.ReviewConfig, error) {
+func loadReviewConfig(path, root string) (*review.Config, error) {
 	if path == "" {
 		p := filepath.Join(root, "review.yaml")
 		if _, err := os.Stat(p); err != nil {
-			return swarm.DefaultReviewConfig(), nil
+			return review.DefaultConfig(), nil
 		}
 		path = p
 	}
@@ -283,31 +284,31 @@ func loadReviewConfig(path, root string) (*swarm.ReviewConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	return swarm.ParseReviewConfig(path, b)
+	return review.ParseConfig(path, b)
 }
 
-// durableScanner is gate.SecretScanner over the durable server's risk
+// durableScanner is review.SecretScanner over the durable server's risk
 // score: the review and the agents' write surface share its detectors (and
 // the repository's policy override, .apiary/durable/policy.yaml).
 type durableScanner struct {
 	ws *durable.Workspace
 }
 
-var _ gate.SecretScanner = durableScanner{}
+var _ review.SecretScanner = durableScanner{}
 
-func (d durableScanner) ScanSecrets(ctx context.Context, content string) ([]gate.SecretHit, error) {
+func (d durableScanner) ScanSecrets(ctx context.Context, content string) ([]review.SecretHit, error) {
 	res, err := d.ws.RiskScore(ctx, durable.RiskScoreParams{Content: content})
 	if err != nil {
 		return nil, err
 	}
 	det, _ := res["detected_patterns"].([]map[string]any)
-	var out []gate.SecretHit
+	var out []review.SecretHit
 	for _, m := range det {
 		line, ok := m["line"].(int)
 		if !ok {
 			continue // size rules: about the whole text, not a secret
 		}
-		h := gate.SecretHit{Line: line}
+		h := review.SecretHit{Line: line}
 		h.Family, _ = m["kind"].(string)
 		h.Pattern, _ = m["pattern"].(string)
 		h.Match, _ = m["match"].(string)
@@ -319,7 +320,7 @@ func (d durableScanner) ScanSecrets(ctx context.Context, content string) ([]gate
 // newSecretScanner opens a durable workspace in a temporary directory (its
 // startup sweep must not walk the repository) with the repository's
 // policy, if it has one.
-func newSecretScanner(ctx context.Context, root string) (gate.SecretScanner, func(), error) {
+func newSecretScanner(ctx context.Context, root string) (review.SecretScanner, func(), error) {
 	dir, err := os.MkdirTemp("", "apiary-review-scan-")
 	if err != nil {
 		return nil, nil, err

@@ -14,7 +14,8 @@ import (
 
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/plan"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 func runCommand() *command {
@@ -125,7 +126,7 @@ func (f *runFlags) run(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s is not in a git repository: %w", f.repo, err)
 	}
-	cfg := swarm.Config{Repo: repo.At(root), MaxParallel: f.maxParallel, MaxAttempts: f.maxAttempts, ReconcileAgent: f.reconcile}
+	cfg := runs.Config{Repo: repo.At(root), MaxParallel: f.maxParallel, MaxAttempts: f.maxAttempts, ReconcileAgent: f.reconcile}
 	url := f.modelURL
 	if url == "" {
 		url = e.getenv("ANTHROPIC_BASE_URL")
@@ -170,11 +171,11 @@ func (f *runFlags) run(ctx context.Context, e *env, args []string) error {
 	}
 	id := f.resume
 	if id == "" {
-		if id, err = swarm.NewRunID(time.Now(), rand.Reader); err != nil {
+		if id, err = rundir.NewID(time.Now(), rand.Reader); err != nil {
 			return err
 		}
 	}
-	nr := swarm.NewRun{ID: id, Agents: agents, Goal: f.goal, Planner: f.planner, Worker: f.worker}
+	nr := runs.NewRun{ID: id, Agents: agents, Goal: f.goal, Planner: f.planner, Worker: f.worker}
 	if f.goal == "" && f.resume == "" {
 		if nr.PlanData, err = os.ReadFile(args[0]); err != nil {
 			return err
@@ -198,7 +199,7 @@ func (f *runFlags) run(ctx context.Context, e *env, args []string) error {
 
 // runAndReport starts (or resumes) a run with a live progress display and
 // prints its report. Plan problems are printed and become errSilent.
-func runAndReport(ctx context.Context, e *env, cfg swarm.Config, nr swarm.NewRun, resume, asJSON bool) (*swarm.Report, error) {
+func runAndReport(ctx context.Context, e *env, cfg runs.Config, nr runs.NewRun, resume, asJSON bool) (*runs.Report, error) {
 	rep, err := execRun(ctx, e, cfg, nr, resume, asJSON)
 	if rep == nil {
 		return nil, err
@@ -224,25 +225,25 @@ func runAndReport(ctx context.Context, e *env, cfg swarm.Config, nr swarm.NewRun
 // after the plan and the repository passed their checks. Plan problems are
 // printed and become errSilent. A report is returned whenever the run got
 // as far as having one.
-func execRun(ctx context.Context, e *env, cfg swarm.Config, nr swarm.NewRun, resume, asJSON bool) (*swarm.Report, error) {
+func execRun(ctx context.Context, e *env, cfg runs.Config, nr runs.NewRun, resume, asJSON bool) (*runs.Report, error) {
 	head := e.stdout
 	if asJSON {
 		head = e.stderr
 	}
-	var prog *swarm.Progress
+	var prog *runs.Progress
 	switch {
 	case !asJSON:
-		prog = &swarm.Progress{W: e.stdout, TTY: isTerminal(e.stdout)}
+		prog = &runs.Progress{W: e.stdout, TTY: isTerminal(e.stdout)}
 	case isTerminal(e.stderr):
-		prog = &swarm.Progress{W: e.stderr, TTY: true}
+		prog = &runs.Progress{W: e.stderr, TTY: true}
 	}
 	announced := false
 	observe := cfg.OnEvent
-	cfg.OnEvent = func(ev swarm.Event) {
+	cfg.OnEvent = func(ev runs.Event) {
 		if observe != nil {
 			observe(ev)
 		}
-		if !announced && (ev.Kind == swarm.EvRunStarted || ev.Kind == swarm.EvRunResumed) {
+		if !announced && (ev.Kind == rundir.EvRunStarted || ev.Kind == rundir.EvRunResumed) {
 			announced = true
 			fmt.Fprintf(head, "run %s\n", ev.Run)
 		}
@@ -250,12 +251,12 @@ func execRun(ctx context.Context, e *env, cfg swarm.Config, nr swarm.NewRun, res
 			prog.Event(ev)
 		}
 	}
-	var rep *swarm.Report
+	var rep *runs.Report
 	var err error
 	if resume {
-		rep, err = swarm.Resume(ctx, cfg, nr.ID)
+		rep, err = runs.Resume(ctx, cfg, nr.ID)
 	} else {
-		rep, err = swarm.Start(ctx, cfg, nr)
+		rep, err = runs.Start(ctx, cfg, nr)
 	}
 	if prog != nil {
 		prog.Close()
@@ -267,7 +268,7 @@ func execRun(ctx context.Context, e *env, cfg swarm.Config, nr swarm.NewRun, res
 	return rep, err
 }
 
-func writeReport(w io.Writer, rep *swarm.Report, asJSON bool) error {
+func writeReport(w io.Writer, rep *runs.Report, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

@@ -14,12 +14,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/gateway"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/rundir"
 )
 
-// gatewayAccess is swarm.ModelAccess through a gateway started in-process
+// gatewayAccess is attempt.ModelAccess through a gateway started in-process
 // for the run: every attempt gets its own virtual key carrying the task's
 // budget, which the gateway maps to the real key (agents never see it), and
 // the attempt's usage is read back from the gateway's ledger by key.
@@ -32,8 +33,8 @@ type gatewayAccess struct {
 }
 
 var (
-	_ swarm.ModelAccess   = (*gatewayAccess)(nil)
-	_ swarm.AccessRevoker = (*gatewayAccess)(nil)
+	_ attempt.ModelAccess   = (*gatewayAccess)(nil)
+	_ attempt.AccessRevoker = (*gatewayAccess)(nil)
 )
 
 // Revoke ends an attempt's key: refused from now on, its requests in
@@ -43,7 +44,7 @@ func (a *gatewayAccess) Revoke(ctx context.Context, keyID string) error {
 	return err
 }
 
-func (a *gatewayAccess) Grant(ctx context.Context, ref swarm.TaskRef, b envelope.Budget) (swarm.Access, error) {
+func (a *gatewayAccess) Grant(ctx context.Context, ref attempt.TaskRef, b envelope.Budget) (attempt.Access, error) {
 	task := ref.Task
 	if task == "" {
 		task = ref.Role
@@ -55,20 +56,20 @@ func (a *gatewayAccess) Grant(ctx context.Context, ref swarm.TaskRef, b envelope
 	}
 	secret, k, err := gateway.CreateKey(ctx, a.db, agent, int64(math.Round(b.USD*1e6)), tokens, 0, a.now())
 	if err != nil {
-		return swarm.Access{}, err
+		return attempt.Access{}, err
 	}
-	return swarm.Access{BaseURL: a.url, APIKey: secret, KeyID: k.ID}, nil
+	return attempt.Access{BaseURL: a.url, APIKey: secret, KeyID: k.ID}, nil
 }
 
-func (a *gatewayAccess) Usage(ctx context.Context, keyID string) (swarm.Usage, error) {
+func (a *gatewayAccess) Usage(ctx context.Context, keyID string) (attempt.Usage, error) {
 	if err := a.ledger.Flush(ctx); err != nil {
-		return swarm.Usage{}, err
+		return attempt.Usage{}, err
 	}
 	u, err := gateway.UsageOfKey(ctx, a.db, keyID)
 	if err != nil {
-		return swarm.Usage{}, err
+		return attempt.Usage{}, err
 	}
-	return swarm.Usage{Known: true, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, USD: float64(u.MicroUSD) / 1e6}, nil
+	return attempt.Usage{Known: true, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, USD: float64(u.MicroUSD) / 1e6}, nil
 }
 
 // defaultModelURL is where a run's gateway sends the agents' requests when
@@ -132,5 +133,5 @@ func startRunGateway(ctx context.Context, ledgerPath, upstream, key string, logw
 // runGatewayLedger is where a repository's run gateway keeps its keys and
 // ledger (`apiary gateway usage --ledger` reads it).
 func runGatewayLedger(root string) string {
-	return filepath.Join(root, swarm.StateDir, "gateway.db")
+	return filepath.Join(root, rundir.StateDir, "gateway.db")
 }

@@ -14,7 +14,8 @@ import (
 	"github.com/apiary-dev/apiary/internal/gateway"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/llmfake"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 // TestRunThroughGateway runs a one-task plan with a real Claude Code worker
@@ -56,7 +57,7 @@ func TestRunThroughGateway(t *testing.T) {
 	if _, err := git.New(repo, git.Options{}).CommitAll(ctx, git.CommitOptions{Message: "initial\n", Author: git.Signature{Name: "t", Email: "t@apiary.invalid"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := swarm.InitStateDir(repo); err != nil {
+	if err := rundir.Init(repo); err != nil {
 		t.Fatal(err)
 	}
 	plan := "version: 1\nintegration_branch: main\nagents:\n  cc: {kind: claude, model: claude-sonnet-4-5}\ntasks:\n" +
@@ -71,7 +72,7 @@ func TestRunThroughGateway(t *testing.T) {
 	if err := cliRun(ctx, vars, &stdout, &stderr, "run", "--json", "--repo", repo, "--agent-bin", "claude="+claude, planPath); err != nil {
 		t.Fatalf("run: %v\n%s\n%s\nagent logs:\n%s", err, stdout.String(), stderr.String(), agentLogs(repo))
 	}
-	var rep swarm.Report
+	var rep runs.Report
 	if err := json.Unmarshal([]byte(stdout.String()[strings.Index(stdout.String(), "{"):]), &rep); err != nil {
 		t.Fatalf("report: %v\n%s", err, stdout.String())
 	}
@@ -123,7 +124,7 @@ func keysOf(m map[string]llmfake.KeyStats) []string {
 // agentLogs returns the agents' logs of every run in repo, for failures.
 func agentLogs(repo string) string {
 	var b strings.Builder
-	logs, _ := filepath.Glob(filepath.Join(repo, swarm.StateDir, "runs", "*", "tasks", "*", "*.log"))
+	logs, _ := filepath.Glob(filepath.Join(repo, rundir.StateDir, "runs", "*", "tasks", "*", "*.log"))
 	for _, l := range logs {
 		data, _ := os.ReadFile(l)
 		fmt.Fprintf(&b, "== %s\n%s\n", l, data)

@@ -14,12 +14,13 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/apiary-dev/apiary/internal/agent"
+	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/plan"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/rundir"
 )
 
-// directAccess is swarm.ModelAccess without a gateway: every attempt gets
+// directAccess is attempt.ModelAccess without a gateway: every attempt gets
 // the same base URL, and a key that is either the configured one or one
 // derived from the task (keyFor); usage is unknown, so the run falls back
 // on the agents' own reports. The gateway replaces it with one virtual key
@@ -27,42 +28,42 @@ import (
 type directAccess struct {
 	baseURL string
 	key     string
-	keyFor  func(swarm.TaskRef) string
+	keyFor  func(attempt.TaskRef) string
 }
 
-var _ swarm.ModelAccess = directAccess{}
+var _ attempt.ModelAccess = directAccess{}
 
-func (d directAccess) Grant(_ context.Context, ref swarm.TaskRef, _ envelope.Budget) (swarm.Access, error) {
+func (d directAccess) Grant(_ context.Context, ref attempt.TaskRef, _ envelope.Budget) (attempt.Access, error) {
 	key := d.key
 	if d.keyFor != nil {
 		key = d.keyFor(ref)
 	}
-	return swarm.Access{BaseURL: d.baseURL, APIKey: key}, nil
+	return attempt.Access{BaseURL: d.baseURL, APIKey: key}, nil
 }
 
-func (d directAccess) Usage(context.Context, string) (swarm.Usage, error) {
-	return swarm.Usage{}, nil
+func (d directAccess) Usage(context.Context, string) (attempt.Usage, error) {
+	return attempt.Usage{}, nil
 }
 
-// mcpSurface is swarm.WriteSurface: an MCP config that starts this binary
+// mcpSurface is attempt.WriteSurface: an MCP config that starts this binary
 // as `apiary mcp` over stdio, rooted at the worktree and confined to the
 // task's write scope.
 type mcpSurface struct {
 	exe string // path of this binary, named apiary
 }
 
-var _ swarm.WriteSurface = mcpSurface{}
+var _ attempt.WriteSurface = mcpSurface{}
 
 func (m mcpSurface) MCPConfig(worktree string, scope []string) (string, []string, error) {
-	return m.MCPConfigWith(worktree, scope, swarm.Grant{})
+	return m.MCPConfigWith(worktree, scope, attempt.Grant{})
 }
 
-var _ swarm.CapabilitySurface = mcpSurface{}
+var _ attempt.CapabilitySurface = mcpSurface{}
 
 // MCPConfigWith is MCPConfig with the attempt's capability (passed in the
 // server's environment, not its command line), the run's revocations and
 // control socket, and the escrowed tools.
-func (m mcpSurface) MCPConfigWith(worktree string, scope []string, g swarm.Grant) (string, []string, error) {
+func (m mcpSurface) MCPConfigWith(worktree string, scope []string, g attempt.Grant) (string, []string, error) {
 	args := []string{"mcp", "--root", worktree}
 	for _, s := range scope {
 		if s == "." {
@@ -91,7 +92,7 @@ func (m mcpSurface) MCPConfigWith(worktree string, scope []string, g swarm.Grant
 	if err != nil {
 		return "", nil, err
 	}
-	path := filepath.Join(worktree, swarm.StateDir, "mcp.json")
+	path := filepath.Join(worktree, rundir.StateDir, "mcp.json")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", nil, err
 	}
@@ -104,15 +105,15 @@ func (m mcpSurface) MCPConfigWith(worktree string, scope []string, g swarm.Grant
 // newMCPSurface links this executable as .apiary/bin/apiary in the
 // repository (the name selects the apiary command even when the binary is
 // a test binary) and returns a write surface that launches it.
-func newMCPSurface(root string) (swarm.WriteSurface, error) {
+func newMCPSurface(root string) (attempt.WriteSurface, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	if err := swarm.InitStateDir(root); err != nil {
+	if err := rundir.Init(root); err != nil {
 		return nil, err
 	}
-	link := filepath.Join(root, swarm.StateDir, "bin", "apiary")
+	link := filepath.Join(root, rundir.StateDir, "bin", "apiary")
 	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
 		return nil, err
 	}

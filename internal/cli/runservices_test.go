@@ -8,8 +8,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/envelope"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/rundir"
 )
 
 // TestMCPSurface: the MCP config starts this binary, named apiary, as
@@ -22,7 +23,7 @@ func TestMCPSurface(t *testing.T) {
 		t.Fatal(err)
 	}
 	exe, _ := os.Executable()
-	link := filepath.Join(root, swarm.StateDir, "bin", "apiary")
+	link := filepath.Join(root, rundir.StateDir, "bin", "apiary")
 	if got, err := os.Readlink(link); err != nil || got != exe {
 		t.Errorf("link %s -> %q, %v", link, got, err)
 	}
@@ -58,14 +59,14 @@ func TestMCPSurface(t *testing.T) {
 func TestDirectAccess(t *testing.T) {
 	t.Parallel()
 	d := directAccess{baseURL: "http://127.0.0.1:1", key: "k"}
-	a, err := d.Grant(t.Context(), swarm.TaskRef{Task: "x"}, envelope.Budget{})
+	a, err := d.Grant(t.Context(), attempt.TaskRef{Task: "x"}, envelope.Budget{})
 	if err != nil || a.BaseURL != "http://127.0.0.1:1" || a.APIKey != "k" {
 		t.Errorf("grant %+v %v", a, err)
 	}
 	if u, err := d.Usage(t.Context(), a.KeyID); err != nil || u.Known {
 		t.Errorf("usage %+v %v: a direct connection cannot know", u, err)
 	}
-	if a, _ := (directAccess{keyFor: demoKey}).Grant(t.Context(), swarm.TaskRef{Task: "mul", Role: swarm.RoleWorker}, envelope.Budget{}); a.APIKey != "demo-mul" {
+	if a, _ := (directAccess{keyFor: demoKey}).Grant(t.Context(), attempt.TaskRef{Task: "mul", Role: attempt.RoleWorker}, envelope.Budget{}); a.APIKey != "demo-mul" {
 		t.Errorf("demo key %q", a.APIKey)
 	}
 	if isTerminal(&bytes.Buffer{}) {

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 // supFlags are `apiary run`'s supervision and authority flags.
@@ -35,7 +35,7 @@ func (f *supFlags) register(fs *flag.FlagSet) {
 // apply puts the flags in cfg, with the apiary executable agents call (the
 // escrow pre-push hook), the model host their tokens allow and, on a
 // terminal, the escrow prompt.
-func (f *supFlags) apply(e *env, cfg *swarm.Config, modelURL string) error {
+func (f *supFlags) apply(e *env, cfg *runs.Config, modelURL string) error {
 	if f.maxDepth < 0 || f.spawnWindow < 0 || f.deadline < 0 {
 		return usagef("--max-depth, --spawn-window and --deadline must not be negative")
 	}
@@ -44,7 +44,7 @@ func (f *supFlags) apply(e *env, cfg *swarm.Config, modelURL string) error {
 		cfg.Deadline = time.Now().Add(f.deadline)
 	}
 	if len(f.escrowCommands) > 0 || len(f.escrowTools) > 0 {
-		cfg.Escrow = swarm.EscrowPolicy{Commands: append([]string{"git push"}, f.escrowCommands...), Tools: f.escrowTools}
+		cfg.Escrow = runs.EscrowPolicy{Commands: append([]string{"git push"}, f.escrowCommands...), Tools: f.escrowTools}
 	}
 	if ms, ok := cfg.Writes.(mcpSurface); ok {
 		cfg.ApiaryBin = ms.exe
@@ -68,7 +68,7 @@ type ttyAsker struct {
 	once  sync.Once
 }
 
-func (a *ttyAsker) ask(ctx context.Context, req swarm.EscrowRequest) (bool, error) {
+func (a *ttyAsker) ask(ctx context.Context, req runs.EscrowRequest) (bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.once.Do(func() {

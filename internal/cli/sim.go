@@ -14,8 +14,9 @@ import (
 	"strings"
 
 	"github.com/apiary-dev/apiary/internal/plan"
+	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/runs"
 	"github.com/apiary-dev/apiary/internal/sim"
-	"github.com/apiary-dev/apiary/internal/swarm"
 )
 
 func simCommand() *command {
@@ -569,16 +570,16 @@ func readCalibrationReport(path string, stdin io.Reader) ([]sim.Measurement, err
 	if err != nil {
 		return nil, err
 	}
-	id, runs := filepath.Base(abs), filepath.Dir(abs)
-	if filepath.Base(runs) != "runs" || filepath.Base(filepath.Dir(runs)) != swarm.StateDir {
-		return nil, fmt.Errorf("%s: a directory REPORT must be a run directory, %s/runs/RUN_ID", path, swarm.StateDir)
+	id, runsDir := filepath.Base(abs), filepath.Dir(abs)
+	if filepath.Base(runsDir) != "runs" || filepath.Base(filepath.Dir(runsDir)) != rundir.StateDir {
+		return nil, fmt.Errorf("%s: a directory REPORT must be a run directory, %s/runs/RUN_ID", path, rundir.StateDir)
 	}
-	root := filepath.Dir(filepath.Dir(runs))
-	rep, err := swarm.LoadReport(root, id)
+	root := filepath.Dir(filepath.Dir(runsDir))
+	rep, err := runs.LoadReport(root, id)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	rec, err := swarm.ReadRecord(root, id)
+	rec, err := rundir.Open(root, id).Record()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -595,11 +596,11 @@ func readCalibrationReport(path string, stdin io.Reader) ([]sim.Measurement, err
 	// The report as `apiary status --json` prints it, plus what the
 	// simulator needs from run.json and the plan.
 	type task struct {
-		swarm.TaskReport
+		runs.TaskReport
 		Deps []string `json:"deps,omitempty"`
 	}
 	doc := struct {
-		*swarm.Report
+		*runs.Report
 		Tasks       []task `json:"tasks"`
 		MaxParallel int    `json:"max_parallel"`
 	}{Report: rep, MaxParallel: rec.Options.MaxParallel}

@@ -16,8 +16,9 @@ import (
 
 	"github.com/apiary-dev/apiary/internal/envtest"
 	"github.com/apiary-dev/apiary/internal/plot"
+	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/runs"
 	"github.com/apiary-dev/apiary/internal/sim"
-	"github.com/apiary-dev/apiary/internal/swarm"
 )
 
 // mustApiary runs the command line in-process and returns stdout, failing the
@@ -227,11 +228,11 @@ tasks:
 	if code := Main(t.Context(), []string{"run", "--repo", repo, "--json", filepath.Join(dir, "plan.yaml")}, strings.NewReader(""), &runOut, &bytes.Buffer{}); code != 0 {
 		t.Fatalf("apiary run: exit %d: %s", code, runOut.String())
 	}
-	var r swarm.Report
+	var r runs.Report
 	if err := json.Unmarshal(runOut.Bytes(), &r); err != nil {
 		t.Fatal(err)
 	}
-	runDir := swarm.RunDir(repo, r.RunID)
+	runDir := rundir.Path(repo, r.RunID)
 	text := mustApiary(t, "sim", "calibrate", runDir)
 	for _, want := range []string{"calibrated on 1 measurements (1 runs, 0 benchmark rows)", "overhead_s", "mean absolute error"} {
 		if !strings.Contains(text, want) {

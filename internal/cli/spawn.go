@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 func spawnCommand() *command {
@@ -58,10 +58,10 @@ func runSpawn(ctx context.Context, e *env, file string, wait bool) error {
 	if err != nil {
 		return err
 	}
-	res, err := swarm.DialControl(control).Spawn(ctx, swarm.SpawnRequest{Capability: token, Envelope: b, Wait: wait})
+	res, err := runs.DialControl(control).Spawn(ctx, runs.SpawnRequest{Capability: token, Envelope: b, Wait: wait})
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
-	var ce *swarm.ControlError
+	var ce *runs.ControlError
 	if errors.As(err, &ce) {
 		if werr := enc.Encode(ce); werr != nil {
 			return werr

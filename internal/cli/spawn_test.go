@@ -16,7 +16,7 @@ import (
 	"github.com/apiary-dev/apiary/internal/durable"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/mcpserver"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 // spawnParent hands the test what `apiary mcp` gets in an agent's
@@ -56,12 +56,12 @@ tasks:
 	repo := git.New(repoDir, git.Options{Env: append(os.Environ(), testGitEnv...)})
 	id := "mcp-spawn"
 	type out struct {
-		rep *swarm.Report
+		rep *runs.Report
 		err error
 	}
 	done := make(chan out, 1)
 	go func() {
-		rep, err := swarm.Start(ctx, swarm.Config{Repo: repo}, swarm.NewRun{ID: id, PlanFile: "plan.yaml", PlanData: []byte(plan)})
+		rep, err := runs.Start(ctx, runs.Config{Repo: repo}, runs.NewRun{ID: id, PlanFile: "plan.yaml", PlanData: []byte(plan)})
 		done <- out{rep, err}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -79,7 +79,7 @@ tasks:
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	sp := swarm.AgentSpawner{Control: swarm.DialControl(swarm.ControlPath(repoDir, id)), Capability: string(capTok)}
+	sp := runs.AgentSpawner{Control: runs.DialControl(runs.ControlPath(repoDir, id)), Capability: string(capTok)}
 	srv := mcpserver.New(ws, mcpserver.Options{Spawner: sp})
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(ctx, st, nil)
@@ -115,7 +115,7 @@ tasks:
 	}
 	m, isErr = spawn("wide", "q/")
 	ectx, _ := m["context"].(map[string]any)
-	if !isErr || ectx["reason"] != swarm.KindPermission {
+	if !isErr || ectx["reason"] != runs.KindPermission {
 		t.Errorf("spawn beyond the parent's authority: error %v, %v", isErr, m)
 	}
 

@@ -7,7 +7,8 @@ import (
 	"fmt"
 
 	"github.com/apiary-dev/apiary/internal/git"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 func statusCommand() *command {
@@ -35,11 +36,11 @@ and after it ended or was killed.`,
 				id := ""
 				if len(args) == 1 {
 					id = args[0]
-					if !swarm.ValidRunID(id) {
+					if !rundir.ValidID(id) {
 						return usagef("bad RUN_ID %q", id)
 					}
 				} else {
-					runs, err := swarm.ListRuns(root)
+					runs, err := rundir.List(root)
 					if err != nil {
 						return err
 					}
@@ -48,8 +49,8 @@ and after it ended or was killed.`,
 					}
 					id = runs[len(runs)-1]
 				}
-				rep, err := swarm.LoadReport(root, id)
-				if errors.Is(err, swarm.ErrNoRun) {
+				rep, err := runs.LoadReport(root, id)
+				if errors.Is(err, runs.ErrNoRun) {
 					return fmt.Errorf("no run %s in %s", id, root)
 				}
 				if err != nil {

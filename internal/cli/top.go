@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/apiary-dev/apiary/internal/dashboard"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/rundir"
 )
 
 func topCommand() *command {
@@ -60,7 +60,7 @@ func (o *topOptions) top(ctx context.Context, e *env) error {
 		return usagef("--interval must be positive")
 	case o.count < 0:
 		return usagef("--count must not be negative")
-	case o.run != "" && !swarm.ValidRunID(o.run):
+	case o.run != "" && !rundir.ValidID(o.run):
 		return usagef("bad RUN_ID %q", o.run)
 	}
 	src, closeSrc, err := o.sources(ctx, e)

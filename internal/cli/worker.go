@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apiary-dev/apiary/internal/rundir"
 	"github.com/apiary-dev/apiary/internal/swarm"
 )
 
@@ -52,7 +53,7 @@ It runs until interrupted, or with --run RUN_ID until that run has finished.`,
 					return usagef("--slots must be at least 1")
 				case *ttl < time.Second:
 					return usagef("--ttl must be at least 1s")
-				case *run != "" && !swarm.ValidRunID(*run):
+				case *run != "" && !rundir.ValidID(*run):
 					return usagef("bad RUN_ID %q", *run)
 				}
 				level, err := parseLevel(*logLevel)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/plan"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 // Arm is one of the two runs of an evaluation.
@@ -39,7 +39,7 @@ type Runtime interface {
 	// Run runs plan (YAML or JSON) in the repository at dir with the arm's
 	// agents and returns the run's report; a run whose tasks fail is not an
 	// error.
-	Run(ctx context.Context, arm Arm, dir string, plan []byte) (*swarm.Report, error)
+	Run(ctx context.Context, arm Arm, dir string, plan []byte) (*runs.Report, error)
 	// Export writes the tree of revision rev of the repository at dir into
 	// the new directory dst.
 	Export(ctx context.Context, dir, rev, dst string) error

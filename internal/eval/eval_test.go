@@ -18,7 +18,8 @@ import (
 	"github.com/apiary-dev/apiary/internal/gate"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/plan"
-	"github.com/apiary-dev/apiary/internal/swarm"
+	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 // gitEnv isolates test repositories from the user's git configuration.
@@ -42,12 +43,12 @@ func (r realRuntime) InitRepo(ctx context.Context, dir string) error {
 	return err
 }
 
-func (r realRuntime) Run(ctx context.Context, arm Arm, dir string, planData []byte) (*swarm.Report, error) {
-	id, err := swarm.NewRunID(time.Now(), rand.Reader)
+func (r realRuntime) Run(ctx context.Context, arm Arm, dir string, planData []byte) (*runs.Report, error) {
+	id, err := rundir.NewID(time.Now(), rand.Reader)
 	if err != nil {
 		return nil, err
 	}
-	return swarm.Start(ctx, swarm.Config{Repo: r.repo(dir), ReconcileAgent: "agent"}, swarm.NewRun{ID: id, PlanFile: "plan.json", PlanData: planData})
+	return runs.Start(ctx, runs.Config{Repo: r.repo(dir), ReconcileAgent: "agent"}, runs.NewRun{ID: id, PlanFile: "plan.json", PlanData: planData})
 }
 
 func (r realRuntime) Export(ctx context.Context, dir, rev, dst string) error {

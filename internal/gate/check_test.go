@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apiary-dev/apiary/internal/git/gittest"
 )
 
 var fixedTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -119,7 +121,7 @@ func TestRunCheckCancelled(t *testing.T) {
 func TestRunWithChecks(t *testing.T) {
 	t.Parallel()
 	r, b := repoWith(t, map[string]string{"src/a.txt": "a\n"})
-	c := change(t, r, map[string]string{"src/a.txt": "b\n"}, nil)
+	c := gittest.Commit(t, r, map[string]string{"src/a.txt": "b\n"}, nil)
 	logs := t.TempDir()
 	tick := fixedTime
 	spec := Spec{

@@ -2,66 +2,21 @@ package gate
 
 import (
 	"errors"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apiary-dev/apiary/internal/envelope"
-	"github.com/apiary-dev/apiary/internal/envtest"
 	"github.com/apiary-dev/apiary/internal/git"
+	"github.com/apiary-dev/apiary/internal/git/gittest"
 )
 
-// repoWith makes a repository holding files and returns it with its first
-// commit.
+// repoWith makes a repository holding files and returns it with the
+// commit that added them.
 func repoWith(t *testing.T, files map[string]string) (*git.Repo, string) {
 	t.Helper()
-	envtest.Command(t, "git")
-	dir := t.TempDir()
-	cmd := exec.Command("git", "init", "--quiet", "--initial-branch=main", dir)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v: %s", err, out)
-	}
-	r := git.New(dir, git.Options{Env: append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")})
-	return r, change(t, r, files, nil)
-}
-
-var sig = git.Signature{Name: "T", Email: "t@apiary.invalid"}
-
-// change applies files ("" deletes) and renames (old → new) and commits.
-func change(t *testing.T, r *git.Repo, files map[string]string, renames map[string]string) string {
-	t.Helper()
-	for from, to := range renames {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(r.Dir(), to)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(filepath.Join(r.Dir(), from), filepath.Join(r.Dir(), to)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for name, content := range files {
-		p := filepath.Join(r.Dir(), name)
-		if content == "" {
-			if err := os.Remove(p); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	id, err := r.CommitAll(t.Context(), git.CommitOptions{Message: "change\n", Author: sig, AllowEmpty: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
+	r := gittest.NewRepo(t, nil)
+	return r, gittest.Commit(t, r, files, nil)
 }
 
 const goTest = `package calc
@@ -107,13 +62,6 @@ describe("calc", () => {
 });
 `
 
-func repl(s, old, new string) string {
-	if !strings.Contains(s, old) {
-		panic(fmt.Sprintf("fixture lacks %q", old))
-	}
-	return strings.Replace(s, old, new, 1)
-}
-
 // TestForbiddenPatterns crafts diffs in a real repository and checks which
 // patterns each one trips — and that innocent changes trip none.
 func TestForbiddenPatterns(t *testing.T) {
@@ -141,13 +89,13 @@ func TestForbiddenPatterns(t *testing.T) {
 		// Go.
 		{"go delete test", map[string]string{"calc/calc_test.go": goTest[:strings.Index(goTest, "func TestSub")]}, nil,
 			[]hit{{"deleted-tests", "calc/calc_test.go", 11}, {"disabled-assertions", "calc/calc_test.go", 13}}},
-		{"go remove assertion", map[string]string{"calc/calc_test.go": repl(goTest, "\t\tt.Errorf(\"Sub(3, 1) = %d, want 2\", Sub(3, 1))\n", "")}, nil,
+		{"go remove assertion", map[string]string{"calc/calc_test.go": gittest.Replace(goTest, "\t\tt.Errorf(\"Sub(3, 1) = %d, want 2\", Sub(3, 1))\n", "")}, nil,
 			[]hit{{"disabled-assertions", "calc/calc_test.go", 13}}},
-		{"go comment out assertion", map[string]string{"calc/calc_test.go": repl(goTest, "\t\tt.Fatalf(", "\t\t// t.Fatalf(")}, nil,
+		{"go comment out assertion", map[string]string{"calc/calc_test.go": gittest.Replace(goTest, "\t\tt.Fatalf(", "\t\t// t.Fatalf(")}, nil,
 			[]hit{{"disabled-assertions", "calc/calc_test.go", 7}}},
-		{"go block-comment a test", map[string]string{"calc/calc_test.go": repl(repl(goTest, "func TestSub", "/*\nfunc TestSub"), "2\", Sub(3, 1))\n\t}\n}\n", "2\", Sub(3, 1))\n\t}\n}\n*/\n")}, nil,
+		{"go block-comment a test", map[string]string{"calc/calc_test.go": gittest.Replace(gittest.Replace(goTest, "func TestSub", "/*\nfunc TestSub"), "2\", Sub(3, 1))\n\t}\n}\n", "2\", Sub(3, 1))\n\t}\n}\n*/\n")}, nil,
 			[]hit{{"deleted-tests", "calc/calc_test.go", 11}, {"disabled-assertions", "calc/calc_test.go", 11}}},
-		{"go skip", map[string]string{"calc/calc_test.go": repl(goTest, "func TestSub(t *testing.T) {\n", "func TestSub(t *testing.T) {\n\tt.Skip(\"flaky\")\n")}, nil,
+		{"go skip", map[string]string{"calc/calc_test.go": gittest.Replace(goTest, "func TestSub(t *testing.T) {\n", "func TestSub(t *testing.T) {\n\tt.Skip(\"flaky\")\n")}, nil,
 			[]hit{{"skip-markers", "calc/calc_test.go", 12}}},
 		{"go build constraint", map[string]string{"calc/calc_test.go": "//go:build ignore\n\n" + goTest}, nil,
 			[]hit{{"skip-markers", "calc/calc_test.go", 1}}},
@@ -155,41 +103,41 @@ func TestForbiddenPatterns(t *testing.T) {
 			[]hit{{"deleted-tests", "calc/calc_test.go", 5}, {"deleted-tests", "calc/calc_test.go", 11}, {"disabled-assertions", "calc/calc_test.go", 7}, {"disabled-assertions", "calc/calc_test.go", 13}, {"emptied-tests", "calc/calc_test.go", 1}}},
 		{"go delete test file", map[string]string{"calc/calc_test.go": ""}, nil,
 			[]hit{{"deleted-tests", "calc/calc_test.go", 5}, {"deleted-tests", "calc/calc_test.go", 11}, {"disabled-assertions", "calc/calc_test.go", 7}, {"disabled-assertions", "calc/calc_test.go", 13}}},
-		{"go rename test function", map[string]string{"calc/calc_test.go": repl(goTest, "TestSub", "TestSubtract")}, nil, nil},
+		{"go rename test function", map[string]string{"calc/calc_test.go": gittest.Replace(goTest, "TestSub", "TestSubtract")}, nil, nil},
 		{"go move test file", nil, map[string]string{"calc/calc_test.go": "calc/arith_test.go"}, nil},
-		{"go add assertion", map[string]string{"calc/calc_test.go": repl(goTest, "\tif Sub(3, 1)", "\tif Sub(2, 2) != 0 {\n\t\tt.Error(\"Sub(2, 2)\")\n\t}\n\tif Sub(3, 1)")}, nil, nil},
-		{"go reword assertion", map[string]string{"calc/calc_test.go": repl(goTest, "t.Fatalf(\"Add(1, 2) = %d\"", "t.Fatalf(\"Add(1, 2) = %d, want 3\"")}, nil, nil},
+		{"go add assertion", map[string]string{"calc/calc_test.go": gittest.Replace(goTest, "\tif Sub(3, 1)", "\tif Sub(2, 2) != 0 {\n\t\tt.Error(\"Sub(2, 2)\")\n\t}\n\tif Sub(3, 1)")}, nil, nil},
+		{"go reword assertion", map[string]string{"calc/calc_test.go": gittest.Replace(goTest, "t.Fatalf(\"Add(1, 2) = %d\"", "t.Fatalf(\"Add(1, 2) = %d, want 3\"")}, nil, nil},
 		{"go assertion in a string is no assertion", map[string]string{"calc/helpers_test.go": "package calc\n\nconst doc = `\nt.Fatal(x)\n`\n"}, nil, nil},
 		// Python.
 		{"py delete test", map[string]string{"tests/test_calc.py": pyTest[:strings.Index(pyTest, "\n\ndef test_sub")] + "\n"}, nil,
 			[]hit{{"deleted-tests", "tests/test_calc.py", 10}, {"disabled-assertions", "tests/test_calc.py", 11}}},
-		{"py remove assertion", map[string]string{"tests/test_calc.py": repl(pyTest, "    assert add(1, 2) == 3\n", "    pass\n")}, nil,
+		{"py remove assertion", map[string]string{"tests/test_calc.py": gittest.Replace(pyTest, "    assert add(1, 2) == 3\n", "    pass\n")}, nil,
 			[]hit{{"disabled-assertions", "tests/test_calc.py", 7}}},
-		{"py skip decorator", map[string]string{"tests/test_calc.py": repl(pyTest, "def test_sub", "@pytest.mark.skip(reason=\"later\")\ndef test_sub")}, nil,
+		{"py skip decorator", map[string]string{"tests/test_calc.py": gittest.Replace(pyTest, "def test_sub", "@pytest.mark.skip(reason=\"later\")\ndef test_sub")}, nil,
 			[]hit{{"skip-markers", "tests/test_calc.py", 10}}},
 		{"py skip in conftest", map[string]string{"tests/conftest.py": "import pytest\n\npytestmark = pytest.mark.skip\n"}, nil,
 			[]hit{{"skip-markers", "tests/conftest.py", 3}}},
-		{"py docstring hides a test", map[string]string{"tests/test_calc.py": repl(pyTest, "def test_sub():\n    assert sub(3, 1) == 2\n", "\"\"\"\ndef test_sub():\n    assert sub(3, 1) == 2\n\"\"\"\n")}, nil,
+		{"py docstring hides a test", map[string]string{"tests/test_calc.py": gittest.Replace(pyTest, "def test_sub():\n    assert sub(3, 1) == 2\n", "\"\"\"\ndef test_sub():\n    assert sub(3, 1) == 2\n\"\"\"\n")}, nil,
 			[]hit{{"deleted-tests", "tests/test_calc.py", 10}, {"disabled-assertions", "tests/test_calc.py", 10}}},
 		{"py emptied", map[string]string{"tests/test_calc.py": "# nothing here\n"}, nil,
 			[]hit{{"deleted-tests", "tests/test_calc.py", 6}, {"deleted-tests", "tests/test_calc.py", 10}, {"disabled-assertions", "tests/test_calc.py", 7}, {"disabled-assertions", "tests/test_calc.py", 11}, {"emptied-tests", "tests/test_calc.py", 1}}},
-		{"py rename test", map[string]string{"tests/test_calc.py": repl(pyTest, "def test_sub", "def test_subtract")}, nil, nil},
-		{"py add assertion", map[string]string{"tests/test_calc.py": repl(pyTest, "    assert sub(3, 1) == 2\n", "    assert sub(3, 1) == 2\n    assert sub(1, 1) == 0\n")}, nil, nil},
+		{"py rename test", map[string]string{"tests/test_calc.py": gittest.Replace(pyTest, "def test_sub", "def test_subtract")}, nil, nil},
+		{"py add assertion", map[string]string{"tests/test_calc.py": gittest.Replace(pyTest, "    assert sub(3, 1) == 2\n", "    assert sub(3, 1) == 2\n    assert sub(1, 1) == 0\n")}, nil, nil},
 		// JS/TS.
-		{"js delete test", map[string]string{"web/calc.test.ts": repl(jsTest, "\n  test(\"subtracts\", () => {\n    expect(sub(3, 1)).toBe(2);\n  });\n", "")}, nil,
+		{"js delete test", map[string]string{"web/calc.test.ts": gittest.Replace(jsTest, "\n  test(\"subtracts\", () => {\n    expect(sub(3, 1)).toBe(2);\n  });\n", "")}, nil,
 			[]hit{{"deleted-tests", "web/calc.test.ts", 8}, {"disabled-assertions", "web/calc.test.ts", 9}}},
-		{"js remove expect", map[string]string{"web/calc.test.ts": repl(jsTest, "    expect(add(1, 2)).toBe(3);\n", "")}, nil,
+		{"js remove expect", map[string]string{"web/calc.test.ts": gittest.Replace(jsTest, "    expect(add(1, 2)).toBe(3);\n", "")}, nil,
 			[]hit{{"disabled-assertions", "web/calc.test.ts", 5}}},
-		{"js it.skip", map[string]string{"web/calc.test.ts": repl(jsTest, "it(\"adds\"", "it.skip(\"adds\"")}, nil,
+		{"js it.skip", map[string]string{"web/calc.test.ts": gittest.Replace(jsTest, "it(\"adds\"", "it.skip(\"adds\"")}, nil,
 			[]hit{{"skip-markers", "web/calc.test.ts", 4}}},
-		{"js xit", map[string]string{"web/calc.test.ts": repl(jsTest, "it(\"adds\"", "xit(\"adds\"")}, nil,
+		{"js xit", map[string]string{"web/calc.test.ts": gittest.Replace(jsTest, "it(\"adds\"", "xit(\"adds\"")}, nil,
 			[]hit{{"skip-markers", "web/calc.test.ts", 4}}},
-		{"js only", map[string]string{"web/calc.test.ts": repl(jsTest, "test(\"subtracts\"", "test.only(\"subtracts\"")}, nil,
+		{"js only", map[string]string{"web/calc.test.ts": gittest.Replace(jsTest, "test(\"subtracts\"", "test.only(\"subtracts\"")}, nil,
 			[]hit{{"skip-markers", "web/calc.test.ts", 8}}},
 		{"js emptied", map[string]string{"web/calc.test.ts": "export {};\n"}, nil,
 			[]hit{{"deleted-tests", "web/calc.test.ts", 4}, {"deleted-tests", "web/calc.test.ts", 8}, {"disabled-assertions", "web/calc.test.ts", 5}, {"disabled-assertions", "web/calc.test.ts", 9}, {"emptied-tests", "web/calc.test.ts", 1}}},
-		{"js rename test", map[string]string{"web/calc.test.ts": repl(jsTest, "it(\"adds\"", "it(\"adds two numbers\"")}, nil, nil},
-		{"js add expect", map[string]string{"web/calc.test.ts": repl(jsTest, "    expect(add(1, 2)).toBe(3);\n", "    expect(add(1, 2)).toBe(3);\n    expect(add(0, 0)).toBe(0);\n")}, nil, nil},
+		{"js rename test", map[string]string{"web/calc.test.ts": gittest.Replace(jsTest, "it(\"adds\"", "it(\"adds two numbers\"")}, nil, nil},
+		{"js add expect", map[string]string{"web/calc.test.ts": gittest.Replace(jsTest, "    expect(add(1, 2)).toBe(3);\n", "    expect(add(1, 2)).toBe(3);\n    expect(add(0, 0)).toBe(0);\n")}, nil, nil},
 		// Not test files: nothing is read.
 		{"source change", map[string]string{"calc/calc.go": "package calc\n\n// t.Skip() in a comment of a non-test file\n", "web/calc.ts": ""}, nil, nil},
 	}
@@ -201,7 +149,7 @@ func TestForbiddenPatterns(t *testing.T) {
 				files[k] = v
 			}
 			r, b := repoWith(t, files)
-			c := change(t, r, tt.files, tt.renames)
+			c := gittest.Commit(t, r, tt.files, tt.renames)
 			rep, err := Run(t.Context(), Spec{WriteScope: []string{"."}}, Candidate{Repo: r, Base: b, Commit: c})
 			if err != nil {
 				t.Fatal(err)
@@ -226,7 +174,7 @@ func TestForbiddenPatterns(t *testing.T) {
 func TestForbiddenSelection(t *testing.T) {
 	t.Parallel()
 	r, b := repoWith(t, map[string]string{"a_test.go": goTest})
-	c := change(t, r, map[string]string{"a_test.go": "package calc\n"}, nil)
+	c := gittest.Commit(t, r, map[string]string{"a_test.go": "package calc\n"}, nil)
 	for _, tt := range []struct {
 		forbidden []string
 		want      int
@@ -267,7 +215,7 @@ func TestScope(t *testing.T) {
 		}
 	}
 	r, b := repoWith(t, map[string]string{"src/parse/lex.go": "a\n", "src/other.go": "b\n", "tests/golden/out.txt": "g\n"})
-	c := change(t, r, map[string]string{"src/parse/lex.go": "A\n", "src/parse/new.go": "n\n", "src/other.go": "", "tests/golden/out.txt": "G\n"}, nil)
+	c := gittest.Commit(t, r, map[string]string{"src/parse/lex.go": "A\n", "src/parse/new.go": "n\n", "src/other.go": "", "tests/golden/out.txt": "G\n"}, nil)
 	rep, err := Run(t.Context(), Spec{WriteScope: []string{"src/parse/", "tests/"}, Sealed: []string{"tests/golden/"}}, Candidate{Repo: r, Base: b, Commit: c})
 	if err != nil {
 		t.Fatal(err)

@@ -43,17 +43,19 @@ func scopeFailures(changes []git.Change, writeScope, sealed []string) []Failure 
 				scope = "only " + strings.Join(writeScope, ", ")
 			}
 			out = append(out, Failure{Gate: GateScope, File: c.Path,
-				Detail: fmt.Sprintf("%s %s is outside the write scope (the task may change %s)", verb(c.Status), c.Path, scope)})
+				Detail: fmt.Sprintf("%s %s is outside the write scope (the task may change %s)", ChangeVerb(c.Status), c.Path, scope)})
 		}
 		if inAny(c.Path, sealed) {
 			out = append(out, Failure{Gate: GateSealed, File: c.Path,
-				Detail: fmt.Sprintf("%s %s, which is sealed", verb(c.Status), c.Path)})
+				Detail: fmt.Sprintf("%s %s, which is sealed", ChangeVerb(c.Status), c.Path)})
 		}
 	}
 	return out
 }
 
-func verb(status byte) string {
+// ChangeVerb says in words what a change of status (A, D, T, M) did to a
+// path.
+func ChangeVerb(status byte) string {
 	switch status {
 	case 'A':
 		return "added"

@@ -38,8 +38,8 @@ import (
 
 // Errors of swarm mode.
 var (
-	// ErrNoSwarmRun: the board has no such run.
-	ErrNoSwarmRun = errors.New("swarm: no such run on the board")
+	// ErrNoRun: the board has no such run.
+	ErrNoRun = errors.New("swarm: no such run on the board")
 	// ErrLost: a claim or leadership was lost while acting under it.
 	ErrLost = errors.New("swarm: claim or leadership lost")
 )
@@ -50,10 +50,10 @@ const (
 	RunFinished = "finished"
 )
 
-// SwarmOptions are a swarm run's settings, published with it so every
+// Options are a swarm run's settings, published with it so every
 // worker and the merge role use the same. The zero value of each field is
 // its default.
-type SwarmOptions struct {
+type Options struct {
 	// Shards is the number of task shards, each arbitrated by one
 	// gatekeeper (default 4).
 	Shards int `json:"shards"`
@@ -78,7 +78,7 @@ type SwarmOptions struct {
 	Merge       MergeOptions `json:"merge"`
 }
 
-func (o *SwarmOptions) defaults() {
+func (o *Options) defaults() {
 	if o.Shards <= 0 {
 		o.Shards = 4
 	}
@@ -105,8 +105,8 @@ func (o *SwarmOptions) defaults() {
 
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-// SwarmRun is a swarm run's record on the board.
-type SwarmRun struct {
+// Record is a swarm run's record on the board.
+type Record struct {
 	Run               string                `json:"run"`
 	Status            string                `json:"status"`
 	PlanFile          string                `json:"plan_file,omitempty"`
@@ -115,7 +115,7 @@ type SwarmRun struct {
 	StartHead         string                `json:"start_head,omitempty"`
 	TraceID           string                `json:"trace_id,omitempty"`
 	Agents            map[string]plan.Agent `json:"agents,omitempty"`
-	Options           SwarmOptions          `json:"options"`
+	Options           Options               `json:"options"`
 	Tasks             []string              `json:"tasks"` // names, in plan order
 	Created           time.Time             `json:"created"`
 	Finished          time.Time             `json:"finished,omitzero"`
@@ -252,11 +252,11 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// ReadSwarmRun returns run's record; ErrNoSwarmRun if the board has none.
-func ReadSwarmRun(ctx context.Context, st *board.Store, run string) (*SwarmRun, error) {
+// ReadRecord returns run's record; ErrNoSwarmRun if the board has none.
+func ReadRecord(ctx context.Context, st *board.Store, run string) (*Record, error) {
 	kv, err := st.Get(ctx, runKey(run))
 	if errors.Is(err, board.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %s", ErrNoSwarmRun, run)
+		return nil, fmt.Errorf("%w: %s", ErrNoRun, run)
 	}
 	if err != nil {
 		return nil, err
@@ -264,8 +264,8 @@ func ReadSwarmRun(ctx context.Context, st *board.Store, run string) (*SwarmRun, 
 	return decodeRun(kv)
 }
 
-func decodeRun(kv board.KV) (*SwarmRun, error) {
-	var r SwarmRun
+func decodeRun(kv board.KV) (*Record, error) {
+	var r Record
 	if err := json.Unmarshal(kv.Value, &r); err != nil {
 		return nil, fmt.Errorf("%w: run record %s: %v", ErrBadRun, kv.Key, err)
 	}
@@ -274,13 +274,13 @@ func decodeRun(kv board.KV) (*SwarmRun, error) {
 	return &r, nil
 }
 
-// ListSwarmRuns returns every run recorded on the board, oldest first.
-func ListSwarmRuns(ctx context.Context, st *board.Store) ([]*SwarmRun, error) {
+// ListRecords returns every run recorded on the board, oldest first.
+func ListRecords(ctx context.Context, st *board.Store) ([]*Record, error) {
 	kvs, _, err := st.List(ctx, prefixRuns)
 	if err != nil {
 		return nil, err
 	}
-	var out []*SwarmRun
+	var out []*Record
 	for _, kv := range kvs {
 		r, err := decodeRun(kv)
 		if err != nil {
@@ -304,7 +304,7 @@ type publishSpec struct {
 // publish writes run and its tasks: tasks without dependencies are ready
 // and announced, the others pending. The run record goes last, so a worker
 // that sees the run finds every task.
-func publish(ctx context.Context, st *board.Store, r *SwarmRun, specs []publishSpec) error {
+func publish(ctx context.Context, st *board.Store, r *Record, specs []publishSpec) error {
 	if err := publishTasks(ctx, st, r, specs); err != nil {
 		return err
 	}
@@ -312,7 +312,7 @@ func publish(ctx context.Context, st *board.Store, r *SwarmRun, specs []publishS
 }
 
 // publishTasks writes the run's tasks.
-func publishTasks(ctx context.Context, st *board.Store, r *SwarmRun, specs []publishSpec) error {
+func publishTasks(ctx context.Context, st *board.Store, r *Record, specs []publishSpec) error {
 	r.Options.defaults()
 	succ := map[string][]string{}
 	for _, sp := range specs {
@@ -358,7 +358,7 @@ func publishTasks(ctx context.Context, st *board.Store, r *SwarmRun, specs []pub
 }
 
 // publishRun writes the run's record, active; it fails if the run exists.
-func publishRun(ctx context.Context, st *board.Store, r *SwarmRun) error {
+func publishRun(ctx context.Context, st *board.Store, r *Record) error {
 	r.Status = RunActive
 	rev, err := st.CAS(ctx, runKey(r.Run), mustJSON(r), 0, board.NoLease)
 	if errors.Is(err, board.ErrRevisionMismatch) {
@@ -371,7 +371,7 @@ func publishRun(ctx context.Context, st *board.Store, r *SwarmRun) error {
 // finishRun marks the run finished: hosts stop serving it.
 func finishRun(ctx context.Context, st *board.Store, run string) error {
 	for {
-		r, err := ReadSwarmRun(ctx, st, run)
+		r, err := ReadRecord(ctx, st, run)
 		if err != nil {
 			return err
 		}

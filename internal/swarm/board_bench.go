@@ -123,11 +123,11 @@ func simSpecs(n int, work time.Duration, depRate float64, seed uint64) []publish
 	return specs
 }
 
-// BenchSwarm publishes cfg.Tasks simulated tasks, lets cfg.Workers
+// Bench publishes cfg.Tasks simulated tasks, lets cfg.Workers
 // in-process workers drain them in cfg.Mode, and reports the time to
 // drain, claims per second, board messages per task and whether every task
 // was worked exactly once.
-func BenchSwarm(ctx context.Context, cfg BenchConfig) (*BenchResult, error) {
+func Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func BenchSwarm(ctx context.Context, cfg BenchConfig) (*BenchResult, error) {
 		return nil, err
 	}
 	runID := fmt.Sprintf("bench-%s-%d-%d", cfg.Mode, cfg.Workers, time.Now().UnixNano())
-	r := &SwarmRun{Run: runID, Created: time.Now().UTC(), Options: SwarmOptions{Shards: cfg.Shards, NoIntents: true, BidWindowMS: 10}}
+	r := &Record{Run: runID, Created: time.Now().UTC(), Options: Options{Shards: cfg.Shards, NoIntents: true, BidWindowMS: 10}}
 	specs := simSpecs(cfg.Tasks, cfg.Work, cfg.DepRate, cfg.Seed)
 	for _, sp := range specs {
 		r.Tasks = append(r.Tasks, sp.name)

@@ -13,6 +13,7 @@ import (
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/plan"
+	"github.com/apiary-dev/apiary/internal/rundir"
 )
 
 // PublishConfig describes a plan to publish as a swarm run.
@@ -30,15 +31,15 @@ type PublishConfig struct {
 	PlanData []byte
 	Agents   map[string]plan.Agent
 	RunID    string // "" generates one
-	Options  SwarmOptions
+	Options  Options
 	Now      func() time.Time
 	Rand     io.Reader
 }
 
-// PublishPlan validates a plan and publishes it on the board as a swarm
+// Publish validates a plan and publishes it on the board as a swarm
 // run: its tasks (ready ones announced), then the run's record, which
 // workers are waiting for.
-func PublishPlan(ctx context.Context, cfg PublishConfig) (*SwarmRun, error) {
+func Publish(ctx context.Context, cfg PublishConfig) (*Record, error) {
 	if cfg.Store == nil || cfg.Repo == nil {
 		return nil, fmt.Errorf("%w: publishing needs a board and a repository", ErrConfig)
 	}
@@ -55,14 +56,14 @@ func PublishPlan(ctx context.Context, cfg PublishConfig) (*SwarmRun, error) {
 	}
 	id := cfg.RunID
 	if id == "" {
-		if id, err = NewRunID(now(), rnd); err != nil {
+		if id, err = rundir.NewID(now(), rnd); err != nil {
 			return nil, err
 		}
 	}
-	if !ValidRunID(id) {
+	if !rundir.ValidID(id) {
 		return nil, fmt.Errorf("%w: run id %q", ErrConfig, id)
 	}
-	r := &SwarmRun{Run: id, PlanFile: cfg.PlanFile, Remote: cfg.Remote, Agents: p.Agents, Options: cfg.Options, Created: now().UTC()}
+	r := &Record{Run: id, PlanFile: cfg.PlanFile, Remote: cfg.Remote, Agents: p.Agents, Options: cfg.Options, Created: now().UTC()}
 	if r.Remote == "" {
 		branch, err := p.CheckRepo(ctx, cfg.Repo)
 		if err != nil {
@@ -93,13 +94,13 @@ func PublishPlan(ctx context.Context, cfg PublishConfig) (*SwarmRun, error) {
 			return nil, fmt.Errorf("%w: the remote %s has no branch %s", ErrConfig, r.Remote, r.IntegrationBranch)
 		}
 	}
-	if r.TraceID, err = randomHex(rnd, 16); err != nil {
+	if r.TraceID, err = rundir.RandomHex(rnd, 16); err != nil {
 		return nil, err
 	}
 	prio := p.BottomLevels()
 	specs := make([]publishSpec, 0, len(p.Tasks))
 	for _, pt := range p.Tasks {
-		env := templateOf(pt)
+		env := pt.Template()
 		if env.TaskID, err = envelope.NewTaskID(now(), rnd); err != nil {
 			return nil, err
 		}
@@ -116,8 +117,8 @@ func PublishPlan(ctx context.Context, cfg PublishConfig) (*SwarmRun, error) {
 // (if set) with each change, then marks the run finished and returns its
 // report. When ctx ends first it returns the report so far and ctx's
 // error; the run stays active.
-func WaitRun(ctx context.Context, st *board.Store, run string, onTask func(board.Task)) (*SwarmReport, error) {
-	r, err := ReadSwarmRun(ctx, st, run)
+func WaitRun(ctx context.Context, st *board.Store, run string, onTask func(board.Task)) (*Report, error) {
+	r, err := ReadRecord(ctx, st, run)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +151,7 @@ func WaitRun(ctx context.Context, st *board.Store, run string, onTask func(board
 		}
 		select {
 		case <-ctx.Done():
-			rep, _ := LoadSwarmReport(context.WithoutCancel(ctx), st, run)
+			rep, _ := LoadReport(context.WithoutCancel(ctx), st, run)
 			return rep, ctx.Err()
 		case f, ok := <-ch:
 			if !ok {
@@ -165,5 +166,5 @@ func WaitRun(ctx context.Context, st *board.Store, run string, onTask func(board
 	if err := finishRun(ctx, st, run); err != nil {
 		return nil, err
 	}
-	return LoadSwarmReport(ctx, st, run)
+	return LoadReport(ctx, st, run)
 }

@@ -10,30 +10,31 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/board"
 )
 
-// SwarmReport is a swarm run as the board tells it.
-type SwarmReport struct {
-	Run               string            `json:"run"`
-	Status            string            `json:"status"` // succeeded | failed | running
-	Remote            string            `json:"remote"`
-	IntegrationBranch string            `json:"integration_branch"`
-	StartHead         string            `json:"start_head"`
-	Tasks             []SwarmTaskReport `json:"tasks"`
-	Totals            SwarmTotals       `json:"totals"`
-	Merge             *MergeStats       `json:"merge,omitempty"`
-	Cooldown          bool              `json:"cooldown"`
-	Workers           []WorkerRecord    `json:"workers"`
-	Conflicts         []board.Conflict  `json:"conflicts"`
-	Hints             []board.Hint      `json:"hints"`
-	Hot               []HotFile         `json:"hot_files"`
-	Duplicates        []Duplicate       `json:"duplicates"`
-	Patterns          []IntentPattern   `json:"intent_patterns,omitempty"`
+// Report is a swarm run as the board tells it.
+type Report struct {
+	Run               string           `json:"run"`
+	Status            string           `json:"status"` // succeeded | failed | running
+	Remote            string           `json:"remote"`
+	IntegrationBranch string           `json:"integration_branch"`
+	StartHead         string           `json:"start_head"`
+	Tasks             []TaskReport     `json:"tasks"`
+	Totals            Totals           `json:"totals"`
+	Merge             *MergeStats      `json:"merge,omitempty"`
+	Cooldown          bool             `json:"cooldown"`
+	Workers           []WorkerRecord   `json:"workers"`
+	Conflicts         []board.Conflict `json:"conflicts"`
+	Hints             []board.Hint     `json:"hints"`
+	Hot               []HotFile        `json:"hot_files"`
+	Duplicates        []Duplicate      `json:"duplicates"`
+	Patterns          []IntentPattern  `json:"intent_patterns,omitempty"`
 }
 
-// SwarmTaskReport is one task of a SwarmReport.
-type SwarmTaskReport struct {
+// TaskReport is one task of a SwarmReport.
+type TaskReport struct {
 	ID         string   `json:"id"`
 	Status     string   `json:"status"` // done | failed | cancelled | running | ready | pending
 	Attempts   int      `json:"attempts"`
@@ -46,8 +47,8 @@ type SwarmTaskReport struct {
 	Notes      []string `json:"notes,omitempty"`
 }
 
-// SwarmTotals count a run's tasks by status.
-type SwarmTotals struct {
+// Totals count a run's tasks by status.
+type Totals struct {
 	Tasks     int `json:"tasks"`
 	Done      int `json:"done"`
 	Failed    int `json:"failed"`
@@ -58,37 +59,37 @@ type SwarmTotals struct {
 }
 
 // OK reports whether every task is done.
-func (r *SwarmReport) OK() bool { return r.Totals.Done == r.Totals.Tasks }
+func (r *Report) OK() bool { return r.Totals.Done == r.Totals.Tasks }
 
 // Task returns the report of task name, or a zero report.
-func (r *SwarmReport) Task(name string) SwarmTaskReport {
+func (r *Report) Task(name string) TaskReport {
 	for _, t := range r.Tasks {
 		if t.ID == name {
 			return t
 		}
 	}
-	return SwarmTaskReport{}
+	return TaskReport{}
 }
 
-// LoadSwarmReport reads run's report from the board.
-func LoadSwarmReport(ctx context.Context, st *board.Store, run string) (*SwarmReport, error) {
-	r, err := ReadSwarmRun(ctx, st, run)
+// LoadReport reads run's report from the board.
+func LoadReport(ctx context.Context, st *board.Store, run string) (*Report, error) {
+	r, err := ReadRecord(ctx, st, run)
 	if err != nil {
 		return nil, err
 	}
-	rep := &SwarmReport{Run: run, Remote: r.Remote, IntegrationBranch: r.IntegrationBranch, StartHead: r.StartHead,
+	rep := &Report{Run: run, Remote: r.Remote, IntegrationBranch: r.IntegrationBranch, StartHead: r.StartHead,
 		Workers: []WorkerRecord{}, Conflicts: []board.Conflict{}, Hints: []board.Hint{}, Hot: []HotFile{}, Duplicates: []Duplicate{}}
 	tasks, err := runTasks(ctx, st, run)
 	if err != nil {
 		return nil, err
 	}
-	byName := map[string]SwarmTaskReport{}
+	byName := map[string]TaskReport{}
 	for _, t := range tasks {
 		p, err := decodePayload(t)
 		if err != nil {
 			return nil, err
 		}
-		tr := SwarmTaskReport{ID: p.Name, Status: string(t.Status), Attempts: t.Attempts, Worker: t.Worker, Workers: p.Workers,
+		tr := TaskReport{ID: p.Name, Status: string(t.Status), Attempts: t.Attempts, Worker: t.Worker, Workers: p.Workers,
 			Token: t.Token, Commit: p.Commit, Integrated: p.Integrated, Reason: p.Reason, Notes: p.Notes}
 		byName[p.Name] = tr
 		rep.Totals.Attempts += t.Attempts
@@ -182,7 +183,7 @@ func listJSON[T any](ctx context.Context, st *board.Store, prefix string, out *[
 }
 
 // WriteText prints the report for people.
-func (r *SwarmReport) WriteText(w io.Writer) error {
+func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run %s (swarm): %s — %d/%d done, %d failed, %d cancelled, %d attempts\n", r.Run, r.Status,
 		r.Totals.Done, r.Totals.Tasks, r.Totals.Failed, r.Totals.Cancelled, r.Totals.Attempts)
@@ -192,7 +193,7 @@ func (r *SwarmReport) WriteText(w io.Writer) error {
 		if len(commit) > 12 {
 			commit = commit[:12]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", t.ID, t.Status, t.Attempts, t.Worker, orDash(t.Integrated), orDash(commit), clip(t.Reason, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", t.ID, t.Status, t.Attempts, t.Worker, orDash(t.Integrated), orDash(commit), attempt.Clip(t.Reason, 60))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

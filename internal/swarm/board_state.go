@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/envelope"
 )
@@ -81,7 +82,7 @@ type promotion struct {
 // promotions reads t's pending dependents and decides, given t's new
 // status, which become ready and which are cancelled; conds pin everything
 // read.
-func promotions(ctx context.Context, st *board.Store, run *SwarmRun, t board.Task, p *swarmTask) ([]promotion, []board.Cmp, error) {
+func promotions(ctx context.Context, st *board.Store, run *Record, t board.Task, p *swarmTask) ([]promotion, []board.Cmp, error) {
 	var out []promotion
 	var conds []board.Cmp
 	seen := map[string]board.Task{t.ID: t}
@@ -140,7 +141,7 @@ func promotions(ctx context.Context, st *board.Store, run *SwarmRun, t board.Tas
 	return out, slices.Compact(conds), nil
 }
 
-func (pr promotion) ops(run *SwarmRun) ([]board.Op, error) {
+func (pr promotion) ops(run *Record) ([]board.Op, error) {
 	t, p := pr.t, pr.p
 	t.Status = pr.status
 	if pr.reason != "" {
@@ -162,7 +163,7 @@ func (pr promotion) ops(run *SwarmRun) ([]board.Op, error) {
 // dependencies done) or cancels them (a data dependency did not succeed).
 // extra operations ride along (deleting the candidate record, say).
 // Cancellations propagate to their own dependents afterwards.
-func settle(ctx context.Context, st *board.Store, run *SwarmRun, t board.Task, p *swarmTask, guards []board.Cmp, extra ...board.Op) (board.Task, error) {
+func settle(ctx context.Context, st *board.Store, run *Record, t board.Task, p *swarmTask, guards []board.Cmp, extra ...board.Op) (board.Task, error) {
 	for try := 0; ; try++ {
 		proms, conds, err := promotions(ctx, st, run, t, p)
 		if err != nil {
@@ -221,7 +222,7 @@ func settle(ctx context.Context, st *board.Store, run *SwarmRun, t board.Task, p
 // promote re-evaluates one pending task from its dependencies' states, as
 // the dependent of a settled task would have been: used after a settle too
 // large for one transaction and by a gatekeeper's repair scan.
-func promote(ctx context.Context, st *board.Store, run *SwarmRun, id string) error {
+func promote(ctx context.Context, st *board.Store, run *Record, id string) error {
 	for try := 0; try < 20; try++ {
 		d, err := st.Task(ctx, id)
 		if err != nil || d.Status != board.TaskPending {
@@ -263,8 +264,8 @@ func promote(ctx context.Context, st *board.Store, run *SwarmRun, id string) err
 
 // requeue puts t back up for claiming after a failed attempt — or fails it
 // (cancelling its data dependents) once its attempts are used up.
-func requeue(ctx context.Context, st *board.Store, run *SwarmRun, t board.Task, p *swarmTask, reason string, guards []board.Cmp, extra ...board.Op) (board.Task, error) {
-	p.Notes = append(p.Notes, fmt.Sprintf("attempt %d: %s", t.Attempts, clip(reason, 300)))
+func requeue(ctx context.Context, st *board.Store, run *Record, t board.Task, p *swarmTask, reason string, guards []board.Cmp, extra ...board.Op) (board.Task, error) {
+	p.Notes = append(p.Notes, fmt.Sprintf("attempt %d: %s", t.Attempts, attempt.Clip(reason, 300)))
 	if len(p.Notes) > 20 {
 		p.Notes = p.Notes[len(p.Notes)-20:]
 	}

@@ -2,6 +2,8 @@ package swarm
 
 import (
 	"testing"
+
+	"github.com/apiary-dev/apiary/internal/review"
 )
 
 const dupSum = "package util\n\n// Sum adds.\nfunc Sum(xs []int) int {\n\ttotal := 0\n\tfor _, x := range xs {\n\t\ttotal += x\n\t}\n\treturn total\n}\n"
@@ -10,10 +12,10 @@ const dupSum = "package util\n\n// Sum adds.\nfunc Sum(xs []int) int {\n\ttotal 
 // formatting hashes alike (an exact duplicate); a body with one changed
 // operator is a near duplicate over the threshold; an unrelated body is
 // neither; a function is never its own duplicate; trivial bodies are
-// ignored; Python and JavaScript functions are found too.
+// ignored.
 func TestDuplicates(t *testing.T) {
 	t.Parallel()
-	orig := ExtractFuncs("util/sum.go", []byte(dupSum))
+	orig := review.ExtractFuncs("util/sum.go", []byte(dupSum))
 	if len(orig) != 1 || orig[0].Name != "Sum" || orig[0].Line != 4 || orig[0].Lang != "go" || len(orig[0].Hash) != 64 {
 		t.Fatalf("ExtractFuncs = %+v", orig)
 	}
@@ -30,7 +32,7 @@ func TestDuplicates(t *testing.T) {
 		{"trivial", "util/t.go", "package util\n\nfunc One() int { return 1 }\n", "t", ""},
 	}
 	for _, tt := range tests {
-		fs := ExtractFuncs(tt.file, []byte(tt.src))
+		fs := review.ExtractFuncs(tt.file, []byte(tt.src))
 		if len(fs) != 1 {
 			t.Fatalf("%s: ExtractFuncs = %+v", tt.name, fs)
 		}
@@ -42,29 +44,4 @@ func TestDuplicates(t *testing.T) {
 			t.Errorf("%s: duplicate of %s, want Sum", tt.name, d.Of.Name)
 		}
 	}
-	py := ExtractFuncs("u.py", []byte("def add(a, b):\n    # comment\n    return a + b\n\ndef sub(a, b):\n    return a - b\n"))
-	js := ExtractFuncs("u.js", []byte("function add(a, b) {\n  return a + b; // sum\n}\n"))
-	if len(py) != 2 || py[0].Name != "add" || len(js) != 1 || js[0].Name != "add" {
-		t.Fatalf("python %+v, javascript %+v", py, js)
-	}
-	if s := Similarity([]string{"a", "b", "c", "d"}, []string{"a", "x", "c", "d"}); s != 0.75 {
-		t.Fatalf("Similarity = %v, want 0.75", s)
-	}
-}
-
-// FuzzExtractFuncs: any input parses without panicking, and every function
-// found has a name, a line within the file and a SHA-256 hex hash.
-func FuzzExtractFuncs(f *testing.F) {
-	for _, s := range []string{dupSum, "def f(x):\n  return x\n", "function g() { if (a) { b } }", "func (", "package p\nfunc (r *T) M() {}"} {
-		f.Add("a.go", s)
-		f.Add("a.py", s)
-		f.Add("a.ts", s)
-	}
-	f.Fuzz(func(t *testing.T, name, src string) {
-		for _, fn := range ExtractFuncs(name, []byte(src)) {
-			if fn.Name == "" || fn.Line < 1 || len(fn.Hash) != 64 {
-				t.Fatalf("bad func %+v", fn)
-			}
-		}
-	})
 }

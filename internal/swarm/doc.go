@@ -1,87 +1,28 @@
-// Package swarm is apiary's runtime: it runs a plan — a DAG of typed task
-// envelopes — with each task attempt in its own git worktree at a pinned
-// base commit, checks every result with invariant gates it runs itself, and
-// integrates accepted work into the integration branch with optimistic
-// concurrency, so the branch is never broken and nobody's work is silently
-// overwritten.
+// Package swarm is apiary's self-organizing mode: a plan's tasks live on a
+// shared board (package board: SQLite on one machine, etcd across
+// machines) instead of in one process, and workers on any number of hosts
+// claim them. Publish puts a plan on the board; RunHost serves a host's
+// workers; Run publishes a plan and serves it until it is done.
 //
-// # Scheduling
+// Claims are arbitrated per shard by an elected gatekeeper that weighs
+// competing workers' competence; a watchdog offers and then opens tasks
+// nobody claims; workers declare intents before they work, so that
+// overlapping changes are seen before they collide. Finished work goes to
+// a single merge role, which integrates candidates in batches behind the
+// same invariant gates as a local run, detects duplicate functions, keeps
+// a utility index and watches for hot files, and turns conflicts into
+// resolution hints.
 //
-// A task is ready when its dependencies are satisfied: a data dependency
-// must have succeeded (integrated), a control dependency only finished.
-// Ready tasks start critical-path first (highest bottom level, see
-// plan.BottomLevels; ties in plan order), at most MaxParallel attempts at
-// once. An attempt's base is the integration head when it is dispatched,
-// which holds the integrated work of every dependency. A failed data
-// dependency skips its dependents.
-//
-// # Attempts
-//
-// An attempt gets worktree .apiary/worktrees/RUN/TASK-N on branch
-// apiary/RUN/TASK, an envelope (references only: base commit, paths), its
-// own model access with the task's budget, and a log. Whatever the agent
-// leaves in the worktree (ignored files and .apiary/ excluded) is committed
-// by apiary with the trailers Apiary-Task, Apiary-Run, Apiary-Agent,
-// Apiary-Trace and Apiary-Attempt; the worktree is then removed. Envelopes
-// the agent writes to .apiary/out/tasks/*.json become child tasks, validated
-// (schema, depth, write scope within the parent's, budget carved from the
-// parent's) and scheduled after the parent.
-//
-// # Integration
-//
-// One integrator goroutine integrates candidates one at a time. The static
-// gates (write scope, sealed paths, forbidden diff patterns on
-// base..candidate) run first; then, with head the integration ref's value:
-// head == base is a fast-forward; otherwise, when the paths the candidate
-// changed are disjoint from those changed on the branch since base, git
-// merge-tree makes a three-way merge committed with parents head and
-// candidate; the check commands run on the tree being integrated in a
-// scratch worktree; the ref moves only by compare-and-swap from head, and a
-// CAS failure recomputes everything on the new head. Overlapping paths or a
-// textual conflict start a reconciliation task (agent profile
-// Config.ReconcileAgent, default the task's own) whose envelope names base,
-// head, candidate and the conflict; its result goes through the same gates
-// and is integrated as a merge of head and the original candidate
-// ("reconciled"). If reconciliation fails, the task is re-run on the new
-// head, up to MaxAttempts attempts. Every commit the integrator puts on the
-// first-parent chain of the integration branch passed the task's checks and
-// carries the trailers, plus Apiary-Integration for merges.
-//
-// # On disk
-//
-// The truth is on disk under .apiary/runs/RUN/: run.json, a copy of the plan
-// (plan.yaml), events.jsonl (append-only), and per task
-// tasks/NAME/{envelope.json, receipt.json, attempt-N.log, checks/,
-// children/}. Files are written atomically: a temporary file in the same
-// directory, fsync, rename, fsync of the directory. events.jsonl gets one write per line, so a killed process
-// leaves whole lines (a torn last line is skipped), and is fsynced when the
-// run ends. A process executing a run holds an flock on RUN/lock: a second
-// process cannot resume it, and a report can tell a live run from a killed
-// one. A task is done when its receipt exists and, if it succeeded, its
-// commit is reachable from the integration ref. Resume rebuilds the queue from these files and the
-// branch's trailers: a task integrated without a receipt gets its receipt,
-// never a second integration; a task in flight is re-run after its stale
-// worktree and branch (only those the events record) are removed.
+// The board's layout and the transaction every transition is are
+// described in board.go.
 package swarm
 
 import "errors"
 
-// Sentinel errors; test with errors.Is.
+// Errors of swarm mode; test with errors.Is.
 var (
-	// ErrNoRun: the run directory or its run.json does not exist.
-	ErrNoRun = errors.New("swarm: no such run")
-	// ErrBadRun: run.json or the stored plan is unreadable or inconsistent.
-	ErrBadRun = errors.New("swarm: corrupt run state")
-	// ErrConfig: a Config or NewRun field is missing or invalid.
-	ErrConfig = errors.New("swarm: invalid configuration")
-	// ErrUnknownAgent: a task names an agent profile the run cannot resolve.
-	ErrUnknownAgent = errors.New("swarm: unknown agent profile")
-	// ErrChild is wrapped by every reason a child envelope is refused.
-	ErrChild = errors.New("swarm: child task refused")
-	// ErrStaleFence: a candidate carries an older fencing token than the
-	// task's latest attempt; the integrator refuses it.
-	ErrStaleFence = errors.New("swarm: stale fencing token")
-	// ErrPlanner: planning failed (the planner's plan stayed invalid after
-	// its one correction, or it changed files outside the plan file).
-	ErrPlanner = errors.New("swarm: planner failed")
+	// ErrConfig: an option or argument is missing or invalid.
+	ErrConfig = errors.New("invalid swarm configuration")
+	// ErrBadRun: a run's state on the board is unreadable or inconsistent.
+	ErrBadRun = errors.New("corrupt swarm run state")
 )

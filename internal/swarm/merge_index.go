@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/git"
+	"github.com/apiary-dev/apiary/internal/review"
 )
 
 // emptyTree is git's id of the empty tree: a diff from it lists every file.
@@ -54,7 +56,7 @@ func (m *merger) buildIndex(ctx context.Context, head string) error {
 	}
 	var files []string
 	for _, c := range changes {
-		if langOf(c.Path) != "" && !isTestFile(c.Path) {
+		if review.LangOf(c.Path) != "" && !review.IsTestFile(c.Path) {
 			files = append(files, c.Path)
 		}
 	}
@@ -79,7 +81,7 @@ func (m *merger) indexFiles(ctx context.Context, rev string, files []string, tas
 	}
 	for _, f := range files {
 		if src, ok := blobs[f]; ok {
-			for _, fn := range ExtractFuncs(f, src) {
+			for _, fn := range review.ExtractFuncs(f, src) {
 				m.index.add(fn, task)
 			}
 		}
@@ -114,7 +116,7 @@ func (m *merger) publishUtils(ctx context.Context) error {
 
 // exported reports whether a function is worth offering for reuse: Go's
 // exported names, and other languages' names without a leading underscore.
-func exported(f Func) bool {
+func exported(f review.Func) bool {
 	name := f.Name
 	if i := strings.LastIndexByte(name, '.'); i >= 0 {
 		name = name[i+1:]
@@ -149,7 +151,7 @@ func ReadUtils(ctx context.Context, st *board.Store, run string) ([]UtilFunc, er
 func (m *merger) duplicates(ctx context.Context, c *Candidate) ([]Duplicate, error) {
 	var files []string
 	for _, p := range c.Paths {
-		if langOf(p) != "" && !isTestFile(p) {
+		if review.LangOf(p) != "" && !review.IsTestFile(p) {
 			files = append(files, p)
 		}
 	}
@@ -167,10 +169,10 @@ func (m *merger) duplicates(ctx context.Context, c *Candidate) ([]Duplicate, err
 	var out []Duplicate
 	for _, f := range files {
 		old := map[string]string{}
-		for _, fn := range ExtractFuncs(f, before[f]) {
+		for _, fn := range review.ExtractFuncs(f, before[f]) {
 			old[fn.Name] = fn.Hash
 		}
-		for _, fn := range ExtractFuncs(f, after[f]) {
+		for _, fn := range review.ExtractFuncs(f, after[f]) {
 			if h, ok := old[fn.Name]; ok && h == fn.Hash {
 				continue // unchanged
 			}
@@ -204,7 +206,7 @@ func (m *merger) afterIntegration(ctx context.Context, acc []accepted, commit st
 		var files []string
 		for _, p := range a.c.Paths {
 			m.touches[p] = append(m.touches[p], a.c.Task)
-			if langOf(p) != "" && !isTestFile(p) {
+			if review.LangOf(p) != "" && !review.IsTestFile(p) {
 				m.index.removeFile(p)
 				files = append(files, p)
 			}
@@ -263,7 +265,7 @@ func (m *merger) hotFiles(ctx context.Context) {
 			scope = "."
 		}
 		h := HotFile{File: file, Touches: len(tasks), Conflicts: m.fileConfl[file], Tasks: slices.Clone(tasks),
-			Suggestion: SplitTask{ID: clip(id, 64), WriteScope: []string{scope},
+			Suggestion: SplitTask{ID: attempt.Clip(id, 64), WriteScope: []string{scope},
 				Objective: fmt.Sprintf("Split %s into smaller files by responsibility, keeping its behaviour and API: %d tasks of this run wrote it (%d conflicts), so parallel work on it keeps colliding.", file, len(tasks), m.fileConfl[file])}}
 		if _, err := m.env.st.Txn(ctx, board.Txn{If: []board.Cmp{m.lead.Guard()},
 			Then: []board.Op{board.PutOp(hotKey(m.env.run.Run, file), mustJSON(h), board.NoLease)}}); err != nil {
@@ -374,7 +376,7 @@ func (m *merger) writersSince(ctx context.Context, base, head string, paths []st
 func conflictType(kind string, paths []string) string {
 	var langs []string
 	for _, p := range paths {
-		l := langOf(p)
+		l := review.LangOf(p)
 		if l == "" {
 			l = strings.TrimPrefix(path.Ext(p), ".")
 		}

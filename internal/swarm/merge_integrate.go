@@ -11,10 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/gate"
 	"github.com/apiary-dev/apiary/internal/git"
+	"github.com/apiary-dev/apiary/internal/rundir"
 )
 
 // TrailerFence records the fencing token of the claim a commit was made
@@ -47,11 +49,11 @@ func isWorkingRepo(dir string) bool {
 	return err == nil && (st.IsDir() || st.Mode().IsRegular())
 }
 
-func openMergeRepo(ctx context.Context, run *SwarmRun, cfg *MergeConfig) (*mergeRepo, error) {
+func openMergeRepo(ctx context.Context, run *Record, cfg *MergeConfig) (*mergeRepo, error) {
 	m := &mergeRepo{remote: run.Remote, branch: run.IntegrationBranch}
 	if isWorkingRepo(run.Remote) {
 		m.direct, m.repo, m.ref = true, git.New(run.Remote, cfg.Git), "refs/heads/"+run.IntegrationBranch
-		m.trees = filepath.Join(run.Remote, StateDir, "worktrees", run.Run)
+		m.trees = filepath.Join(run.Remote, rundir.StateDir, "worktrees", run.Run)
 		return m, nil
 	}
 	dir := filepath.Join(cfg.Dir, run.Run, "merge.git")
@@ -268,7 +270,7 @@ func candidatesOf(acc []accepted) []*Candidate {
 func (m *merger) mergeOnto(ctx context.Context, c *Candidate, cur string, first bool) (target, kind string, conflict *conflictInfo, err error) {
 	repo := m.repo.repo
 	if cur == c.Base && first {
-		return c.Commit, FastForward, nil, nil
+		return c.Commit, attempt.FastForward, nil, nil
 	}
 	theirs, err := repo.DiffNameStatus(ctx, c.Base, cur)
 	if err != nil {
@@ -296,14 +298,14 @@ func (m *merger) mergeOnto(ctx context.Context, c *Candidate, cur string, first 
 	}
 	msg, err := git.Message(fmt.Sprintf("apiary: integrate %s (merge)", c.Name), "", []git.Trailer{
 		{Key: git.TrailerTask, Value: c.Name}, {Key: git.TrailerRun, Value: m.env.run.Run},
-		{Key: TrailerIntegration, Value: Merge}, {Key: TrailerFence, Value: strconv.FormatInt(c.Token, 10)},
+		{Key: attempt.TrailerIntegration, Value: attempt.Merge}, {Key: TrailerFence, Value: strconv.FormatInt(c.Token, 10)},
 		{Key: TrailerWorker, Value: c.Worker}})
 	if err != nil {
 		return "", "", nil, err
 	}
 	sig := git.Signature{Name: "apiary merge role", Email: "apiary@localhost", When: m.env.clock.Now()}
 	id, err := repo.CommitTree(ctx, mr.Tree, []string{cur, c.Commit}, msg, sig, sig)
-	return id, Merge, nil, err
+	return id, attempt.Merge, nil, err
 }
 
 // runChecks runs the batch's checks on target in a scratch worktree.
@@ -324,7 +326,7 @@ func (m *merger) runChecks(ctx context.Context, head, target string, checks []st
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
-	spec := gate.Spec{WriteScope: []string{"."}, Forbidden: []string{}, Checks: checks, CheckTimeout: secondsDur(timeout),
+	spec := gate.Spec{WriteScope: []string{"."}, Forbidden: []string{}, Checks: checks, CheckTimeout: secs(timeout),
 		LogDir: logDir, Now: m.env.clock.Now}
 	return gate.Run(ctx, spec, gate.Candidate{Repo: m.repo.repo, Base: head, Commit: target, Dir: scratch})
 }
@@ -380,7 +382,7 @@ func (m *merger) writeReceipt(a accepted, commit string, status envelope.Status,
 	}
 	b, err := envelope.EncodeReceipt(rc)
 	if err == nil {
-		err = writeFileAtomic(filepath.Join(m.cfg.Dir, m.env.run.Run, "tasks", a.c.Name, "receipt.json"), append(b, '\n'))
+		err = rundir.WriteFile(filepath.Join(m.cfg.Dir, m.env.run.Run, "tasks", a.c.Name, "receipt.json"), append(b, '\n'))
 	}
 	if err != nil {
 		m.env.log.Warn("writing a receipt", "task", a.c.Task, "err", err)

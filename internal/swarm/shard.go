@@ -22,7 +22,7 @@ import (
 // runEnv is what every role of one run in one process shares.
 type runEnv struct {
 	st    *board.Store
-	run   *SwarmRun
+	run   *Record
 	clock board.Clock
 	log   *slog.Logger
 	host  string

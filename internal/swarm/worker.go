@@ -39,7 +39,7 @@ type Executor interface {
 
 // Job is one claimed attempt of a task.
 type Job struct {
-	Run      *SwarmRun
+	Run      *Record
 	TaskID   string // board id (RUN/NAME)
 	Name     string
 	Attempt  int
@@ -137,7 +137,7 @@ func RunHost(ctx context.Context, cfg HostConfig) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	serving := map[string]*served{}
-	runs := map[string]*SwarmRun{}
+	runs := map[string]*Record{}
 	updates, err := follow(ctx, cfg.Store, prefixRuns, func(ev board.Event) {
 		if ev.Type != board.EventPut {
 			return
@@ -190,9 +190,9 @@ func RunHost(ctx context.Context, cfg HostConfig) error {
 
 // serveRun serves one run until ctx ends, starting over after losing the
 // host lease.
-func serveRun(ctx context.Context, cfg *HostConfig, r *SwarmRun) {
+func serveRun(ctx context.Context, cfg *HostConfig, r *Record) {
 	for ctx.Err() == nil {
-		err := runHost(ctx, cfg, r)
+		err := serveOnce(ctx, cfg, r)
 		if ctx.Err() != nil {
 			return
 		}
@@ -224,9 +224,9 @@ type outBid struct {
 	shard  int
 }
 
-// hostRun is one host serving one run. Its fields belong to the loop
+// hostState is one host serving one run. Its fields belong to the loop
 // goroutine unless noted.
-type hostRun struct {
+type hostState struct {
 	env     *runEnv
 	cfg     *HostConfig
 	sess    *board.Session
@@ -262,7 +262,7 @@ type workResult struct {
 // worker withdraws it and asks again.
 const bidTimeout = 3 * time.Second
 
-func runHost(ctx context.Context, cfg *HostConfig, r *SwarmRun) error {
+func serveOnce(ctx context.Context, cfg *HostConfig, r *Record) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	env := &runEnv{st: cfg.Store, run: r, clock: cfg.Clock, log: cfg.Logger.With("run", r.Run, "host", cfg.Host), host: cfg.Host}
@@ -275,7 +275,7 @@ func runHost(ctx context.Context, cfg *HostConfig, r *SwarmRun) error {
 		defer ccancel()
 		_ = sess.Close(cctx)
 	}()
-	h := &hostRun{env: env, cfg: cfg, sess: sess, byID: map[string]*hostWorker{}, ready: map[string]readyNote{},
+	h := &hostState{env: env, cfg: cfg, sess: sess, byID: map[string]*hostWorker{}, ready: map[string]readyNote{},
 		shardOf: map[string]int{}, opens: map[string]bool{}, tried: map[string]time.Time{}, grants: map[string]grantNote{}, started: map[string]bool{},
 		bids: map[string]*outBid{}, results: make(chan workResult), applies: make(chan func())}
 	for _, spec := range cfg.Workers {
@@ -349,7 +349,7 @@ func runHost(ctx context.Context, cfg *HostConfig, r *SwarmRun) error {
 
 // drain applies whatever the feed has already delivered, so decisions are
 // made on the freshest view.
-func (h *hostRun) drain() {
+func (h *hostState) drain() {
 	for {
 		select {
 		case f, ok := <-h.feed:
@@ -364,7 +364,7 @@ func (h *hostRun) drain() {
 }
 
 // spawn runs f as a goroutine the host waits for.
-func (h *hostRun) spawn(f func()) {
+func (h *hostState) spawn(f func()) {
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
@@ -374,7 +374,7 @@ func (h *hostRun) spawn(f func()) {
 
 // campaign keeps this host a candidate for role, serving it whenever it
 // leads, until ctx ends.
-func (h *hostRun) campaign(ctx context.Context, role string, serve func(context.Context, *board.Leadership) error) {
+func (h *hostState) campaign(ctx context.Context, role string, serve func(context.Context, *board.Leadership) error) {
 	for ctx.Err() == nil {
 		l, err := h.env.st.Campaign(ctx, role, h.env.host, h.cfg.TTL)
 		if err != nil {
@@ -398,7 +398,7 @@ func (h *hostRun) campaign(ctx context.Context, role string, serve func(context.
 }
 
 // onFeed applies one change of the run's feed.
-func (h *hostRun) onFeed(ev board.Event) {
+func (h *hostState) onFeed(ev board.Event) {
 	if ev.Key == cooldownKey(h.env.run.Run) {
 		h.cooldown = ev.Type == board.EventPut
 		return
@@ -451,7 +451,7 @@ func (h *hostRun) onFeed(ev board.Event) {
 }
 
 // start runs one attempt of task for w in a goroutine.
-func (h *hostRun) start(ctx context.Context, w *hostWorker, task string, score float64, via string) {
+func (h *hostState) start(ctx context.Context, w *hostWorker, task string, score float64, via string) {
 	w.busy++
 	w.dirty = true
 	h.started[task] = true
@@ -466,7 +466,7 @@ func (h *hostRun) start(ctx context.Context, w *hostWorker, task string, score f
 }
 
 // finished takes a work goroutine's report.
-func (h *hostRun) finished(res workResult) {
+func (h *hostState) finished(res workResult) {
 	w := res.w
 	w.busy--
 	w.dirty = true

@@ -61,7 +61,7 @@ var errClaimLost = fmt.Errorf("claim lease lost: %w", ErrLost)
 // cancels ctx with errClaimLost once the lease is gone or a whole ttl has
 // passed since the last renewal that went through. The returned channel
 // closes when it has stopped.
-func (h *hostRun) keepClaim(ctx context.Context, cancel context.CancelCauseFunc, cl board.Claim, ttl time.Duration) <-chan struct{} {
+func (h *hostState) keepClaim(ctx context.Context, cancel context.CancelCauseFunc, cl board.Claim, ttl time.Duration) <-chan struct{} {
 	done := make(chan struct{})
 	clock := h.env.clock
 	go func() {
@@ -90,7 +90,7 @@ func (h *hostRun) keepClaim(ctx context.Context, cancel context.CancelCauseFunc,
 }
 
 // leaseOf is a task's claim lease.
-func leaseOf(run *SwarmRun, p *swarmTask) time.Duration {
+func leaseOf(run *Record, p *swarmTask) time.Duration {
 	if p.Envelope != nil && p.Envelope.LeaseS > 0 {
 		return secs(p.Envelope.LeaseS)
 	}
@@ -99,7 +99,7 @@ func leaseOf(run *SwarmRun, p *swarmTask) time.Duration {
 
 // work runs one attempt of task for w: claim, mark running, declare the
 // intent, execute, and record the outcome — every write fenced by the claim.
-func (h *hostRun) work(ctx context.Context, w *hostWorker, task string, score float64, via string) workResult {
+func (h *hostState) work(ctx context.Context, w *hostWorker, task string, score float64, via string) workResult {
 	res := workResult{w: w, task: task}
 	st, run := h.env.st, h.env.run
 	t, err := st.Task(ctx, task)
@@ -189,7 +189,7 @@ func (h *hostRun) work(ctx context.Context, w *hostWorker, task string, score fl
 }
 
 // fail puts the task back (or fails it) after a failed attempt.
-func (h *hostRun) fail(ctx context.Context, t board.Task, p *swarmTask, cl board.Claim, reason string) {
+func (h *hostState) fail(ctx context.Context, t board.Task, p *swarmTask, cl board.Claim, reason string) {
 	if _, err := requeue(ctx, h.env.st, h.env.run, t, p, reason, []board.Cmp{cl.Guard()}, finishedMarker(h.env.run.Run, p, t, cl)); err != nil {
 		h.env.log.Warn("putting back a failed task", "task", t.ID, "err", err)
 	}
@@ -233,7 +233,7 @@ func riskOf(level board.Scope, n int) float64 {
 // intents as the policy says: wait for them to end, narrow the scope, or
 // proceed with a declared conflict. It returns the intent and the tasks a
 // conflict was declared with.
-func (h *hostRun) declare(ctx context.Context, w *hostWorker, t board.Task, p *swarmTask, cl board.Claim) (*board.Intent, []string, error) {
+func (h *hostState) declare(ctx context.Context, w *hostWorker, t board.Task, p *swarmTask, cl board.Claim) (*board.Intent, []string, error) {
 	st, clock := h.env.st, h.env.clock
 	files, level, canNarrow := intentOf(p.Envelope.Authority.WriteScope)
 	in := board.Intent{Task: t.ID, Worker: w.spec.ID, Files: files, Scope: level,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,10 +15,11 @@ import (
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/agent"
+	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/envelope"
-	"github.com/apiary-dev/apiary/internal/gate"
 	"github.com/apiary-dev/apiary/internal/git"
+	"github.com/apiary-dev/apiary/internal/rundir"
 )
 
 // GitExecutor runs claimed tasks for real: in a bare clone of the run's
@@ -41,26 +41,19 @@ type GitExecutor struct {
 	AgentBin   map[string]string
 	AgentGrace time.Duration
 	// Models gives each attempt its model access; nil: none.
-	Models ModelAccess
+	Models attempt.ModelAccess
 	// Writes gives Claude Code agents the MCP write surface; nil: none.
-	Writes WriteSurface
+	Writes attempt.WriteSurface
 	Now    func() time.Time
 	Rand   io.Reader
 	Logger *slog.Logger
 
 	mu    sync.Mutex
 	repos map[string]*git.Repo // run -> its clone
-	wt    sync.Mutex           // serializes worktree-list commands
+	wt    serialized           // serializes worktree-list commands
 }
 
 var _ Executor = (*GitExecutor)(nil)
-
-func (x *GitExecutor) now() time.Time {
-	if x.Now != nil {
-		return x.Now()
-	}
-	return time.Now()
-}
 
 func (x *GitExecutor) log() *slog.Logger {
 	if x.Logger != nil {
@@ -70,7 +63,7 @@ func (x *GitExecutor) log() *slog.Logger {
 }
 
 // clone returns the run's clone, making it on first use.
-func (x *GitExecutor) clone(ctx context.Context, run *SwarmRun) (*git.Repo, error) {
+func (x *GitExecutor) clone(ctx context.Context, run *Record) (*git.Repo, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if r := x.repos[run.Run]; r != nil {
@@ -100,14 +93,14 @@ func (x *GitExecutor) clone(ctx context.Context, run *SwarmRun) (*git.Repo, erro
 
 // profileFor resolves the worker's agent profile: the run's own profiles
 // first, then the built-ins.
-func (x *GitExecutor) profileFor(run *SwarmRun, name string) (agent.Profile, error) {
+func (x *GitExecutor) profileFor(run *Record, name string) (agent.Profile, error) {
 	var p agent.Profile
 	if a, ok := run.Agents[name]; ok && !a.Builtin {
 		p = agent.Profile{Name: name, Kind: a.Kind, Argv: a.Argv, Model: a.Model, Args: a.Args, Env: a.Env}
 	} else if b, ok := agent.Builtin(name); ok {
 		p = b
 	} else {
-		return p, fmt.Errorf("%w: %q", ErrUnknownAgent, name)
+		return p, fmt.Errorf("%w: %q", attempt.ErrUnknownAgent, name)
 	}
 	if bin := x.AgentBin[p.Kind]; bin != "" && p.Kind != agent.KindCommand {
 		p.Bin = bin
@@ -140,21 +133,13 @@ func (x *GitExecutor) Execute(ctx context.Context, j *Job) (Outcome, error) {
 	token := strconv.FormatInt(j.Claim.Token, 10)
 	slot := j.Name + "-" + token
 	wt := filepath.Join(x.Dir, run.Run, "wt", slot)
-	branch := "apiary/" + run.Run + "/" + slot
-	if err := x.locked(func() error { return repo.WorktreeAdd(ctx, wt, branch, base) }); err != nil {
-		return Outcome{}, fmt.Errorf("provisioning the worktree: %w", err)
-	}
-	defer x.cleanup(ctx, repo, wt, branch)
-	home := wt + ".home"
-	defer os.RemoveAll(home)
-
 	rnd := x.Rand
 	if rnd == nil {
 		rnd = rand.Reader
 	}
 	trace := ""
 	if run.TraceID != "" {
-		if trace, err = traceparent(run.TraceID, rnd); err != nil {
+		if trace, err = rundir.Traceparent(run.TraceID, rnd); err != nil {
 			return Outcome{}, err
 		}
 	}
@@ -163,77 +148,61 @@ func (x *GitExecutor) Execute(ctx context.Context, j *Job) (Outcome, error) {
 	for _, h := range j.Hints {
 		env.Hints = append(env.Hints, envelope.Hint{Type: h.Type, Resolution: h.Resolution})
 	}
-	local := filepath.Join(wt, StateDir, "envelope.json")
-	if err := writeEnvelope(local, env, false); err != nil {
-		return Outcome{}, fmt.Errorf("writing the envelope: %w", err)
+	var utils []UtilFunc
+	if x.Store != nil {
+		if us, err := ReadUtils(ctx, x.Store, run.Run); err == nil {
+			utils = us
+		}
 	}
 	utilsPath := ""
-	if x.Store != nil {
-		if us, err := ReadUtils(ctx, x.Store, run.Run); err == nil && len(us) > 0 {
-			utilsPath = filepath.Join(wt, StateDir, "utils.json")
-			b, _ := json.MarshalIndent(us, "", "  ")
-			if err := os.WriteFile(utilsPath, b, 0o644); err != nil {
-				return Outcome{}, err
+	if len(utils) > 0 {
+		utilsPath = filepath.Join(wt, rundir.StateDir, "utils.json")
+	}
+	trailers := []git.Trailer{
+		{Key: git.TrailerTask, Value: j.Name}, {Key: git.TrailerRun, Value: run.Run},
+		{Key: git.TrailerAgent, Value: prof.Name}, {Key: attempt.TrailerAttempt, Value: strconv.Itoa(j.Attempt)},
+		{Key: TrailerFence, Value: token}, {Key: TrailerWorker, Value: j.Worker.ID},
+	}
+	if trace != "" {
+		trailers = append(trailers, git.Trailer{Key: git.TrailerTrace, Value: trace})
+	}
+	out, err := attempt.Run(ctx, attempt.Spec{
+		Repo: repo, Worktree: wt, Branch: "apiary/" + run.Run + "/" + slot, Base: base, DeleteBranch: true, Lock: &x.wt,
+		Envelope: env, Profile: prof, Prompt: swarmPrompt(env, j, attempt.EnvelopeIn(wt), utilsPath),
+		Env: map[string]string{
+			"APIARY_TASK": j.Name, "APIARY_ATTEMPT": strconv.Itoa(j.Attempt), "APIARY_ROLE": attempt.RoleWorker,
+			"APIARY_FENCE": token, "APIARY_WORKER": j.Worker.ID, "APIARY_UTILS": utilsPath},
+		Home: wt + ".home", Log: filepath.Join(x.Dir, run.Run, "logs", slot+".log"), Grace: x.AgentGrace,
+		Models: x.Models, Ref: attempt.TaskRef{Run: run.Run, Task: j.Name, TaskID: env.TaskID, Attempt: j.Attempt, Role: attempt.RoleWorker},
+		Writes: x.Writes,
+		Commit: &attempt.Commit{Subject: j.Name + ": " + attempt.FirstLine(j.Envelope.Objective), Trailers: trailers, Author: prof.Name},
+		Gates:  true, Logger: x.log(), Now: x.Now,
+		Hooks: attempt.Hooks{Prepare: func(string) error {
+			if utilsPath == "" {
+				return nil
 			}
-		}
-	}
-	logPath := filepath.Join(x.Dir, run.Run, "logs", slot+".log")
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		return Outcome{}, err
-	}
-	spec := agent.Spec{Profile: prof, Dir: wt, Prompt: swarmPrompt(env, j, local, utilsPath), Envelope: local,
-		TaskID: env.TaskID, RunID: run.Run, Base: base, Trace: trace, Home: home, Log: logPath,
-		MaxBudgetUSD: env.Budget.USD, Grace: x.AgentGrace, Env: map[string]string{
-			"APIARY_TASK": j.Name, "APIARY_ATTEMPT": strconv.Itoa(j.Attempt), "APIARY_ROLE": RoleWorker,
-			"APIARY_FENCE": token, "APIARY_WORKER": j.Worker.ID, "APIARY_UTILS": utilsPath}}
-	if x.Models != nil {
-		acc, err := x.Models.Grant(ctx, TaskRef{Run: run.Run, Task: j.Name, TaskID: env.TaskID, Attempt: j.Attempt, Role: RoleWorker}, env.Budget)
-		if err != nil {
-			return Outcome{}, fmt.Errorf("model access: %w", err)
-		}
-		spec.BaseURL, spec.APIKey = acc.BaseURL, acc.APIKey
-		defer endAccess(ctx, x.Models, acc.KeyID)()
-	}
-	if x.Writes != nil && prof.Kind == agent.KindClaude {
-		if spec.MCPConfig, spec.AllowedTools, err = x.Writes.MCPConfig(wt, env.Authority.WriteScope); err != nil {
-			return Outcome{}, fmt.Errorf("write surface: %w", err)
-		}
-	}
-	actx, cancel := ctx, context.CancelFunc(func() {})
-	if env.Budget.WallClockS > 0 {
-		actx, cancel = context.WithTimeout(ctx, secs(env.Budget.WallClockS))
-	}
-	ar, err := agent.Run(actx, spec)
-	cancel()
-	if ctx.Err() != nil {
-		return Outcome{}, context.Cause(ctx)
-	}
-	if err != nil {
-		return Outcome{}, err
-	}
+			b, err := json.MarshalIndent(utils, "", "  ")
+			if err != nil {
+				return err
+			}
+			return rundir.WriteFileUnsynced(utilsPath, b)
+		}},
+	})
 	switch {
-	case ar.Cancelled:
-		return Outcome{Failed: fmt.Sprintf("the wall_clock_s budget (%gs) ran out", env.Budget.WallClockS)}, nil
-	case ar.Exit != 0:
-		return Outcome{Failed: fmt.Sprintf("the agent exited with status %d %s", ar.Exit, ar.Signal)}, nil
-	}
-	cand, err := x.commit(ctx, repo.At(wt), j, prof.Name, base, trace, branch)
-	if err != nil {
+	case ctx.Err() != nil:
+		return Outcome{}, context.Cause(ctx)
+	case err != nil:
 		return Outcome{}, err
-	}
-	if cand == "" {
+	case out.Failed(env.Budget.WallClockS) != "":
+		return Outcome{Failed: out.Failed(env.Budget.WallClockS)}, nil
+	case out.Candidate == "":
 		return Outcome{Done: true}, nil // nothing to integrate
+	case len(out.Failures) > 0:
+		return Outcome{Failed: "rejected: " + out.Failures[0].Error(), Gate: true}, nil
 	}
-	rep, err := gate.Run(ctx, gate.Spec{WriteScope: env.Authority.WriteScope, Sealed: env.Completion.Sealed, Forbidden: env.Completion.Forbidden},
-		gate.Candidate{Repo: repo, Base: base, Commit: cand})
-	if err != nil {
-		return Outcome{}, fmt.Errorf("gates: %w", err)
-	}
-	if len(rep.Failures) > 0 {
-		return Outcome{Failed: "rejected: " + rep.Failures[0].Error(), Gate: true}, nil
-	}
+	cand := out.Candidate
 	c := &Candidate{Base: base, Commit: cand, Branch: candidateRef(run.Run, j.Name, j.Claim.Token)}
-	for _, ch := range rep.Changes {
+	for _, ch := range out.Changes {
 		c.Paths = append(c.Paths, ch.Path)
 	}
 	if patches, err := repo.DiffPatch(ctx, base, cand); err == nil {
@@ -253,77 +222,14 @@ func (x *GitExecutor) Execute(ctx context.Context, j *Job) (Outcome, error) {
 	return Outcome{Candidate: c}, nil
 }
 
-func (x *GitExecutor) locked(f func() error) error {
-	x.wt.Lock()
-	defer x.wt.Unlock()
-	return f()
-}
+// serialized is a mutex as an attempt.Locker: it serializes the
+// worktree-list commands of one executor's clones.
+type serialized struct{ mu sync.Mutex }
 
-// cleanup removes the attempt's worktree and branch, even after ctx ended.
-func (x *GitExecutor) cleanup(ctx context.Context, repo *git.Repo, wt, branch string) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	err := x.locked(func() error {
-		if err := repo.WorktreeRemove(cctx, wt); err != nil {
-			return err
-		}
-		return repo.DeleteBranch(cctx, branch)
-	})
-	if err != nil {
-		x.log().Warn("removing a worktree", "path", wt, "err", err)
-	}
-}
-
-// commit records what the agent left as one commit on base with the
-// attempt's trailers; "" when it changed nothing. Commits the agent made
-// itself are squashed into it.
-func (x *GitExecutor) commit(ctx context.Context, wt *git.Repo, j *Job, profile, base, trace, branch string) (string, error) {
-	trailers := []git.Trailer{
-		{Key: git.TrailerTask, Value: j.Name}, {Key: git.TrailerRun, Value: j.Run.Run},
-		{Key: git.TrailerAgent, Value: profile}, {Key: TrailerAttempt, Value: strconv.Itoa(j.Attempt)},
-		{Key: TrailerFence, Value: strconv.FormatInt(j.Claim.Token, 10)}, {Key: TrailerWorker, Value: j.Worker.ID},
-	}
-	if trace != "" {
-		trailers = append(trailers, git.Trailer{Key: git.TrailerTrace, Value: trace})
-	}
-	msg, err := git.Message(clip(j.Name+": "+firstLine(j.Envelope.Objective), 72), "", trailers)
-	if err != nil {
-		return "", err
-	}
-	sig := git.Signature{Name: "apiary (" + profile + ")", Email: "apiary@localhost", When: x.now()}
-	_, err = wt.CommitAll(ctx, git.CommitOptions{Message: msg, Author: sig, Exclude: []string{StateDir}})
-	if err != nil && !errors.Is(err, git.ErrNothingToCommit) {
-		return "", fmt.Errorf("committing the result: %w", err)
-	}
-	committed := err == nil
-	head, err := wt.RevParse(ctx, "HEAD")
-	if err != nil {
-		return "", err
-	}
-	tree, err := wt.RevParse(ctx, "HEAD^{tree}")
-	if err != nil {
-		return "", err
-	}
-	baseTree, err := wt.RevParse(ctx, base+"^{tree}")
-	if err != nil {
-		return "", err
-	}
-	if head == base || tree == baseTree {
-		return "", nil
-	}
-	if committed {
-		if parent, err := wt.RevParse(ctx, "HEAD^"); err == nil && parent == base {
-			return head, nil
-		}
-	}
-	squash, err := wt.CommitTree(ctx, tree, []string{base}, msg, sig, git.Signature{})
-	if err != nil {
-		return "", err
-	}
-	if err := wt.UpdateRef(ctx, "refs/heads/"+branch, squash, head, "apiary: squash agent commits"); err != nil {
-		return "", err
-	}
-	return squash, nil
+func (l *serialized) Do(fn func() error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return fn()
 }
 
 // swarmPrompt tells the agent its task by reference, with the approved
@@ -332,26 +238,16 @@ func swarmPrompt(e *envelope.Envelope, j *Job, envPath, utilsPath string) string
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\nYou are apiary swarm task %q (attempt %d of run %s), worked by %s. Your working directory is a git worktree at base commit %s.\n",
 		e.Objective, j.Name, j.Attempt, j.Run.Run, j.Worker.ID, strings.TrimPrefix(e.Inputs.Workspace, "git:"))
-	fmt.Fprintf(&b, "\nTask envelope (JSON): %s\n", envPath)
-	fmt.Fprintf(&b, "You may change only: %s\n", strings.Join(orNone(e.Authority.WriteScope), ", "))
-	if len(e.Completion.Sealed) > 0 {
-		fmt.Fprintf(&b, "Never change: %s\n", strings.Join(e.Completion.Sealed, ", "))
-	}
-	if len(e.Inputs.Paths) > 0 {
-		fmt.Fprintf(&b, "Read first: %s\n", strings.Join(e.Inputs.Paths, ", "))
-	}
-	if len(e.Completion.Checks) > 0 {
-		fmt.Fprintf(&b, "apiary will run these checks on the integrated result: %s\n", strings.Join(e.Completion.Checks, "; "))
-	}
+	var extra []string
 	if utilsPath != "" {
-		fmt.Fprintf(&b, "Existing utility functions are listed in %s: reuse them rather than writing new ones.\n", utilsPath)
+		extra = append(extra, fmt.Sprintf("Existing utility functions are listed in %s: reuse them rather than writing new ones.", utilsPath))
 	}
 	if len(j.Declared) > 0 {
-		fmt.Fprintf(&b, "Other tasks (%s) are changing the same files right now: keep your edits small and local.\n", strings.Join(j.Declared, ", "))
+		extra = append(extra, fmt.Sprintf("Other tasks (%s) are changing the same files right now: keep your edits small and local.", strings.Join(j.Declared, ", ")))
 	}
 	for _, h := range e.Hints {
-		fmt.Fprintf(&b, "Reviewed hint (%s): %s\n", h.Type, h.Resolution)
+		extra = append(extra, fmt.Sprintf("Reviewed hint (%s): %s", h.Type, h.Resolution))
 	}
-	b.WriteString("apiary rejects changes outside your scope, deleted or disabled tests and added skip markers. Leave your changes in the working tree: apiary commits them.\n")
+	b.WriteString(attempt.Brief(e, envPath, "the integrated result", extra...))
 	return b.String()
 }

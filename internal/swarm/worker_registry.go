@@ -8,14 +8,14 @@ import (
 
 // register writes the workers' registry entries that changed, bound to the
 // host's lease.
-func (h *hostRun) register(ctx context.Context) error {
+func (h *hostState) register(ctx context.Context) error {
 	ops, _ := h.records()
 	return h.writeOps(ctx, ops)
 }
 
 // registerLater is register in the background, so the loop goes on
 // deciding meanwhile; entries it failed to write are written next time.
-func (h *hostRun) registerLater(ctx context.Context) {
+func (h *hostState) registerLater(ctx context.Context) {
 	ops, ws := h.records()
 	if len(ops) == 0 {
 		return
@@ -37,7 +37,7 @@ func (h *hostRun) registerLater(ctx context.Context) {
 
 // records returns the puts of the registry entries that changed, marking
 // them clean, and their workers.
-func (h *hostRun) records() ([]board.Op, []*hostWorker) {
+func (h *hostState) records() ([]board.Op, []*hostWorker) {
 	var ops []board.Op
 	var ws []*hostWorker
 	now := h.env.clock.Now()
@@ -60,7 +60,7 @@ func (h *hostRun) records() ([]board.Op, []*hostWorker) {
 }
 
 // writeOps writes ops in transactions of at most 96.
-func (h *hostRun) writeOps(ctx context.Context, ops []board.Op) error {
+func (h *hostState) writeOps(ctx context.Context, ops []board.Op) error {
 	return writeBatches(ctx, h.env.st, ops)
 }
 
@@ -78,7 +78,7 @@ func writeBatches(ctx context.Context, st *board.Store, ops []board.Op) error {
 
 // background runs write off the loop; the func it returns, if any, is
 // run on the loop afterwards.
-func (h *hostRun) background(ctx context.Context, write func() func()) {
+func (h *hostState) background(ctx context.Context, write func() func()) {
 	h.spawn(func() {
 		if apply := write(); apply != nil {
 			select {

@@ -9,7 +9,7 @@ import (
 )
 
 // schedule starts granted work, takes open tasks and asks for more.
-func (h *hostRun) schedule(ctx context.Context) {
+func (h *hostState) schedule(ctx context.Context) {
 	h.drain()
 	now := h.env.clock.Now()
 	run := h.env.run.Run
@@ -137,7 +137,7 @@ func (h *hostRun) schedule(ctx context.Context) {
 
 // markIdle records each worker's free slots that have no request out: the
 // registry publishes them, and the watchdog offers tasks only to those.
-func (h *hostRun) markIdle() {
+func (h *hostState) markIdle() {
 	pending := map[*hostWorker]int{}
 	for _, b := range h.bids {
 		pending[b.worker]++
@@ -163,7 +163,7 @@ func readyBefore(a, b string, na, nb readyNote) bool {
 
 // topReady returns, in order, the first n ready tasks this host has neither
 // asked for nor started, and how many such tasks there are.
-func (h *hostRun) topReady(n int) ([]string, int) {
+func (h *hostState) topReady(n int) ([]string, int) {
 	cand := make([]string, 0, len(h.ready))
 	for t := range h.ready {
 		if h.bids[t] == nil && !h.started[t] {
@@ -176,7 +176,7 @@ func (h *hostRun) topReady(n int) ([]string, int) {
 
 // pick returns the task w fits best among the first bidScan in order that
 // it matches and nobody took this round, with its competence.
-func (h *hostRun) pick(w *hostWorker, order []string, taken map[string]bool) (string, float64) {
+func (h *hostState) pick(w *hostWorker, order []string, taken map[string]bool) (string, float64) {
 	best, bestScore := "", -1.0
 	for i, scanned := 0, 0; i < len(order) && scanned < bidScan; i++ {
 		t := order[i]
@@ -209,7 +209,7 @@ func countBool(bs []bool, v bool) int {
 }
 
 // withdraw deletes a request that waited too long.
-func (h *hostRun) withdraw(ctx context.Context, task string, b *outBid) {
+func (h *hostState) withdraw(ctx context.Context, task string, b *outBid) {
 	key := bidKey(h.env.run.Run, b.shard, task, b.worker.spec.ID)
 	h.background(ctx, func() func() {
 		_, err := h.env.st.Txn(ctx, board.Txn{Then: []board.Op{board.DeleteOp(key)}})

@@ -15,6 +15,7 @@ import (
 	"github.com/apiary-dev/apiary/internal/board/connect"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/git"
+	"github.com/apiary-dev/apiary/internal/git/gittest"
 )
 
 // swarmAgent is the command agent of the swarm tests: it writes files by
@@ -63,14 +64,14 @@ type swarmFixture struct {
 
 func newSwarmFixture(t *testing.T) *swarmFixture {
 	t.Helper()
-	f := &swarmFixture{repo: newRepo(t, map[string]string{"README.md": "swarm\n", "shared.txt": "start\n"})}
+	f := &swarmFixture{repo: gittest.NewRepo(t, map[string]string{"README.md": "swarm\n", "shared.txt": "start\n"})}
 	dir := t.TempDir()
 	f.flags, f.work = filepath.Join(dir, "flags"), filepath.Join(dir, "work")
 	if err := os.MkdirAll(f.flags, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	agentPath := filepath.Join(dir, "agent.sh")
-	writeFiles(t, dir, map[string]string{"agent.sh": swarmAgent})
+	gittest.WriteFiles(t, dir, map[string]string{"agent.sh": swarmAgent})
 	f.plan = strings.NewReplacer("AGENT", agentPath, "FLAGDIR", f.flags).Replace(swarmPlan)
 	f.dsn = "local:" + filepath.Join(dir, "state.db")
 	st, err := connect.Open(t.Context(), f.dsn, connect.Options{})
@@ -92,7 +93,7 @@ func (f *swarmFixture) host(t *testing.T, ctx context.Context, cfg HostConfig) {
 	t.Cleanup(func() { st.Close() })
 	cfg.Store = st
 	if len(cfg.Workers) > 0 {
-		cfg.Exec = &GitExecutor{Dir: filepath.Join(f.work, cfg.Host), Git: git.Options{Env: append(os.Environ(), gitEnv...)}, Store: st}
+		cfg.Exec = &GitExecutor{Dir: filepath.Join(f.work, cfg.Host), Git: git.Options{Env: append(os.Environ(), gittest.Env...)}, Store: st}
 	}
 	f.wg.Go(func() {
 		if err := RunHost(ctx, cfg); err != nil && ctx.Err() == nil {
@@ -113,8 +114,8 @@ func TestSwarmGit(t *testing.T) {
 	f := newSwarmFixture(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	opts := SwarmOptions{Shards: 2, IntentWaitS: 0.5, OfferAfterS: 5, OpenAfterS: 2, Merge: MergeOptions{HotTouches: 2}}
-	r, err := PublishPlan(ctx, PublishConfig{Store: f.st, Repo: f.repo, PlanFile: "plan.yaml", PlanData: []byte(f.plan), Options: opts})
+	opts := Options{Shards: 2, IntentWaitS: 0.5, OfferAfterS: 5, OpenAfterS: 2, Merge: MergeOptions{HotTouches: 2}}
+	r, err := Publish(ctx, PublishConfig{Store: f.st, Repo: f.repo, PlanFile: "plan.yaml", PlanData: []byte(f.plan), Options: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestSwarmGit(t *testing.T) {
 		{ID: "w1", Skills: []string{"go"}, Profile: "sh"}, {ID: "w2", Skills: []string{"txt"}, Profile: "sh"}}})
 	f.host(t, hctx, HostConfig{Host: "h2", Run: r.Run, TTL: 3 * time.Second, Workers: []WorkerSpec{
 		{ID: "w3", Skills: []string{"txt", "go"}, Profile: "sh", Slots: 2}}})
-	f.host(t, hctx, HostConfig{Host: "m", Run: r.Run, TTL: 3 * time.Second, Merge: &MergeConfig{Dir: mergeDir, Git: git.Options{Env: append(os.Environ(), gitEnv...)}}})
+	f.host(t, hctx, HostConfig{Host: "m", Run: r.Run, TTL: 3 * time.Second, Merge: &MergeConfig{Dir: mergeDir, Git: git.Options{Env: append(os.Environ(), gittest.Env...)}}})
 	rep, err := WaitRun(ctx, f.st, r.Run, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +161,7 @@ func TestSwarmGit(t *testing.T) {
 			t.Errorf("no receipt for %s: %v", name, err)
 		}
 	}
-	if got := show(t, f.repo, head, "shared.txt"); got != "start\ne\nf\n" && got != "start\nf\ne\n" {
+	if got := gittest.Show(t, f.repo, head, "shared.txt"); got != "start\ne\nf\n" && got != "start\nf\ne\n" {
 		t.Errorf("shared.txt = %q: both appends must survive, once each", got)
 	}
 	// The conflict: one of e and f was redone, and its type awaits review.
@@ -176,7 +177,7 @@ func TestSwarmGit(t *testing.T) {
 	}
 	// g's envelope: references only, no hint (none approved).
 	var env envelope.Envelope
-	if err := json.Unmarshal([]byte(show(t, f.repo, head, "g-envelope.json")), &env); err != nil {
+	if err := json.Unmarshal([]byte(gittest.Show(t, f.repo, head, "g-envelope.json")), &env); err != nil {
 		t.Fatal(err)
 	}
 	if env.Name != "g" || !strings.HasPrefix(env.Inputs.Workspace, "git:") || len(env.Hints) != 0 {
@@ -208,7 +209,7 @@ func TestSwarmGit(t *testing.T) {
 			t.Errorf("%s: worktrees %+v, %v", h, wts, err)
 		}
 	}
-	if b := sh(t, f.repo.Dir(), "branch", "--list", "apiary/*"); b != "" {
+	if b := gittest.Git(t, f.repo.Dir(), "branch", "--list", "apiary/*"); b != "" {
 		t.Errorf("candidate branches left: %s", b)
 	}
 }
@@ -241,14 +242,14 @@ func TestHintsReachEnvelopes(t *testing.T) {
 		}
 	}
 	plan := f.plan[:strings.Index(f.plan, "tasks:")] + "tasks:\n  - {id: g, objective: record, agent: sh, write_scope: [g-envelope.json]}\n"
-	r, err := PublishPlan(ctx, PublishConfig{Store: f.st, Repo: f.repo, PlanFile: "plan.yaml", PlanData: []byte(plan), Options: SwarmOptions{Shards: 1}})
+	r, err := Publish(ctx, PublishConfig{Store: f.st, Repo: f.repo, PlanFile: "plan.yaml", PlanData: []byte(plan), Options: Options{Shards: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hctx, hcancel := context.WithCancel(ctx)
 	defer func() { hcancel(); f.wg.Wait() }()
 	f.host(t, hctx, HostConfig{Host: "h", Run: r.Run, Workers: []WorkerSpec{{ID: "w", Profile: "sh"}},
-		Merge: &MergeConfig{Dir: filepath.Join(f.work, "merge"), Git: git.Options{Env: append(os.Environ(), gitEnv...)}}})
+		Merge: &MergeConfig{Dir: filepath.Join(f.work, "merge"), Git: git.Options{Env: append(os.Environ(), gittest.Env...)}}})
 	rep, err := WaitRun(ctx, f.st, r.Run, nil)
 	if err != nil || !rep.OK() {
 		t.Fatalf("run: %v %+v", err, rep)
@@ -258,13 +259,13 @@ func TestHintsReachEnvelopes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var env envelope.Envelope
-	if err := json.Unmarshal([]byte(show(t, f.repo, head, "g-envelope.json")), &env); err != nil {
+	if err := json.Unmarshal([]byte(gittest.Show(t, f.repo, head, "g-envelope.json")), &env); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(env.Hints, []envelope.Hint{{Type: "overlap:go", Resolution: "rebase and re-apply"}}) {
 		t.Fatalf("hints in the envelope = %+v; want only the approved one", env.Hints)
 	}
-	if _, err := envelope.DecodeEnvelope([]byte(show(t, f.repo, head, "g-envelope.json"))); err != nil {
+	if _, err := envelope.DecodeEnvelope([]byte(gittest.Show(t, f.repo, head, "g-envelope.json"))); err != nil {
 		t.Fatalf("the envelope a worker wrote does not validate: %v", err)
 	}
 }

@@ -34,7 +34,7 @@ func TestBenchSwarmSmall(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			dsn := "local:" + filepath.Join(t.TempDir(), "state.db")
-			res, err := swarm.BenchSwarm(t.Context(), swarm.BenchConfig{Mode: mode, Workers: 4, HostSize: 2, Tasks: 12,
+			res, err := swarm.Bench(t.Context(), swarm.BenchConfig{Mode: mode, Workers: 4, HostSize: 2, Tasks: 12,
 				Work: 5 * time.Millisecond, Shards: 2, Heartbeat: 200 * time.Millisecond, Open: localBenchAt(t, dsn), Timeout: 2 * time.Minute})
 			if err != nil {
 				t.Fatal(err)

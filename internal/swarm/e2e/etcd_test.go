@@ -94,7 +94,7 @@ func TestEtcdMultiProcess(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no worker was running a task within a minute")
 		}
-		rep, err := swarm.LoadSwarmReport(t.Context(), st, runID)
+		rep, err := swarm.LoadReport(t.Context(), st, runID)
 		if err == nil && rep.Totals.Done > 0 {
 			for _, tr := range rep.Tasks {
 				if tr.Status == "running" && workers[tr.Worker] != nil {
@@ -111,7 +111,7 @@ func TestEtcdMultiProcess(t *testing.T) {
 
 	t.Cleanup(func() {
 		if t.Failed() {
-			if rep, err := swarm.LoadSwarmReport(context.WithoutCancel(t.Context()), st, runID); err == nil {
+			if rep, err := swarm.LoadReport(context.WithoutCancel(t.Context()), st, runID); err == nil {
 				var b strings.Builder
 				rep.WriteText(&b)
 				t.Logf("the board's report:\n%s", b.String())
@@ -121,7 +121,7 @@ func TestEtcdMultiProcess(t *testing.T) {
 	if err := run.wait(t, 3*time.Minute); err != nil {
 		t.Fatalf("apiary run: %v\n%s", err, run.output(&run.stderr))
 	}
-	var rep swarm.SwarmReport
+	var rep swarm.Report
 	if err := json.Unmarshal([]byte(run.output(&run.stdout)), &rep); err != nil {
 		t.Fatalf("the run's JSON report: %v\n%s", err, run.output(&run.stdout))
 	}

@@ -1,0 +1,157 @@
+package review
+
+import (
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseDecision(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		src  string
+		want Decision // zero ID: an error is expected
+	}{
+		{"accepted", "# D-12: Use SQLite\n\nStatus: accepted\n", Decision{ID: "D-12", Title: "Use SQLite", Status: StatusAccepted}},
+		{"leading zeros and bold list item", "\n# D-007 — Title\n\n- **Status:** Proposed\n", Decision{ID: "D-7", Title: "Title", Status: StatusProposed}},
+		{"superseded", "# D-3: Old\nStatus: superseded by D-015.\n", Decision{ID: "D-3", Title: "Old", Status: StatusSuperseded, SupersededBy: "D-15"}},
+		{"first status wins", "# D-1: X\nStatus: rejected\nStatus: accepted\n", Decision{ID: "D-1", Title: "X", Status: StatusRejected}},
+		{"no heading", "Status: accepted\n", Decision{}},
+		{"heading without id", "# Use SQLite\nStatus: accepted\n", Decision{}},
+		{"no status", "# D-1: X\n\nbody\n", Decision{}},
+		{"unknown status", "# D-1: X\nStatus: maybe\n", Decision{}},
+		{"superseded by nothing", "# D-1: X\nStatus: superseded\n", Decision{}},
+		{"empty", "", Decision{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d, err := ParseDecision("docs/decisions/x.md", []byte(tt.src))
+			if tt.want.ID == "" {
+				if !errors.Is(err, ErrDecisionFormat) {
+					t.Fatalf("ParseDecision = %+v, %v; want ErrDecisionFormat", d, err)
+				}
+				return
+			}
+			tt.want.File = "docs/decisions/x.md"
+			if err != nil || d != tt.want {
+				t.Fatalf("ParseDecision = %+v, %v; want %+v", d, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestFindDecisionRefs(t *testing.T) {
+	t.Parallel()
+	src := "package x\n\n// decision: D-3\nfunc f() {} // Decisions: D-1, d-02\n# decision:D-9 and decision: nothing\n"
+	var got []string
+	for _, r := range FindDecisionRefs("x.go", []byte(src)) {
+		got = append(got, r.ID+"@"+r.File+":"+string(rune('0'+r.Line)))
+	}
+	if want := []string{"D-3@x.go:3", "D-1@x.go:4", "D-2@x.go:4", "D-9@x.go:5"}; !slices.Equal(got, want) {
+		t.Errorf("refs %v, want %v", got, want)
+	}
+}
+
+// refsByLine is the obvious implementation FindDecisionRefs must agree
+// with: the pattern applied line by line.
+func refsByLine(file string, src []byte) []DecisionRef {
+	re := regexp.MustCompile(`\b[dD][eE][cC][iI][sS][iI][oO][nN][sS]?[ \t]*:[ \t]*([dD]-[0-9]{1,6}(?:[ \t]*,[ \t]*[dD]-[0-9]{1,6})*)`)
+	var out []DecisionRef
+	for i, line := range strings.Split(string(src), "\n") {
+		for _, m := range re.FindAllStringSubmatch(line, -1) {
+			for _, id := range refID.FindAllStringSubmatch(m[1], -1) {
+				out = append(out, DecisionRef{ID: "D-" + id[1], File: file, Line: i + 1})
+			}
+		}
+	}
+	return out
+}
+
+func FuzzFindDecisionRefs(f *testing.F) {
+	f.Add("// decision: D-3\nx := 1 // Decisions: D-1, d-02\n")
+	f.Add("undecision: D-1 decision:D-2decision: D-3,\nD-4")
+	f.Add("DECISIONS :\tD-0007 , D-8")
+	f.Fuzz(func(t *testing.T, src string) {
+		got, want := FindDecisionRefs("f", []byte(src)), refsByLine("f", []byte(src))
+		if !slices.Equal(got, want) {
+			t.Fatalf("FindDecisionRefs(%q) = %v, want %v", src, got, want)
+		}
+	})
+}
+
+func FuzzParseDecision(f *testing.F) {
+	f.Add("# D-12: Use SQLite\n\nStatus: accepted\n")
+	f.Add("# D-3: Old\n- **Status:** superseded by D-4\n")
+	f.Add("\ufeff# D-0001 - x\nstatus:deprecated")
+	f.Fuzz(func(t *testing.T, src string) {
+		d, err := ParseDecision("d.md", []byte(src))
+		if err != nil {
+			if !errors.Is(err, ErrDecisionFormat) {
+				t.Fatalf("error does not wrap ErrDecisionFormat: %v", err)
+			}
+			return
+		}
+		if !strings.HasPrefix(d.ID, "D-") || d.Title == "" || (d.Status == StatusSuperseded) != (d.SupersededBy != "") {
+			t.Fatalf("inconsistent decision %+v", d)
+		}
+		for _, r := range FindDecisionRefs("f", []byte(src)) {
+			if !strings.HasPrefix(r.ID, "D-") || r.Line < 1 {
+				t.Fatalf("bad reference %+v", r)
+			}
+		}
+	})
+}
+
+func TestDecisionsGate(t *testing.T) {
+	t.Parallel()
+	rec := func(id, title, status string) string {
+		return "# " + id + ": " + title + "\n\nStatus: " + status + "\n"
+	}
+	c := changeOf(t,
+		map[string]string{
+			"docs/decisions/D-1-a.md":   rec("D-1", "Gates commit", "accepted"),
+			"docs/decisions/D-2-b.md":   rec("D-2", "Use SQLite", "accepted"),
+			"docs/decisions/README.md":  "# About\n\nRefer with decision: D-99.\n",
+			"a.go":                      "package x\n\n// decision: D-1\nfunc A() {}\n",
+			"b.go":                      "package x\n\n// decision: D-9\n",
+			"c.go":                      "package x\n\n// decision: D-2\n",
+			"testdata/fixture.txt":      "decision: D-404\n",
+			"docs/decisions/D-5-old.md": rec("D-5", "Old", "accepted"),
+			"e.go":                      "package x\n\n// decision: D-5\n",
+		},
+		map[string]string{
+			"docs/decisions/D-2-b.md":   rec("D-2", "Use SQLite", "superseded by D-3"),
+			"docs/decisions/D-3-c.md":   rec("D-3", "Use etcd", "accepted"),
+			"docs/decisions/D-4-bad.md": "# D-4: No status\n",
+			"docs/decisions/D-5-old.md": "",
+			"a.go":                      "package x\n\n// decision: D-1\nfunc A() { _ = 1 }\n",
+			"new.go":                    "package x\n\n// decision: D-7\n// decision: D-3\n",
+		})
+	fs, err := Decisions{}.Analyse(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"decision info docs/decisions/D-1-a.md",   // a.go changed and refers to it
+		"decision info docs/decisions/D-2-b.md",   // its record changed
+		"decision info docs/decisions/D-3-c.md",   // added, and new.go refers to it
+		"decision info docs/decisions/D-5-old.md", // its record was deleted
+		"decision info ",                          // D-7: new.go refers to it (missing)
+		"decision-format high docs/decisions/D-4-bad.md",
+		"decision-missing high e.go:3",   // D-5 removed while e.go refers to it
+		"decision-missing high new.go:3", // D-7 never existed
+		"decision-missing low b.go:3",    // stale before the change: not its doing
+		"decision-superseded high c.go:3",
+	}
+	slices.Sort(want)
+	if got := summary(fs); !slices.Equal(got, want) {
+		t.Errorf("findings\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		for _, f := range fs {
+			t.Logf("  %s %s: %s", f.Kind, f.Where(), f.Evidence)
+		}
+	}
+}

@@ -1,0 +1,274 @@
+package review
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"go/ast"
+	"go/parser"
+	"go/scanner"
+	"go/token"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// Function extraction, for duplicate detection (the swarm's merge role)
+// and review. A function's body is normalized to its token sequence — comments and layout dropped, so two
+// bodies that differ only there are the same — and hashed with SHA-256:
+// equal hashes are exact duplicates. Near duplicates are found by the
+// similarity ratio of two token sequences, 2·M/T where M is the length of
+// their longest common subsequence and T the total length (difflib's
+// ratio), against a threshold. Go files are parsed with go/parser;
+// Python and JavaScript/TypeScript functions are found by their syntax.
+
+// Func is one function found in a source file.
+type Func struct {
+	Name string `json:"name"`
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Lang string `json:"lang"`
+	// Hash is the SHA-256 of the normalized body (hex).
+	Hash string `json:"hash"`
+	// Tokens is the normalized body.
+	Tokens []string `json:"-"`
+}
+
+// LangOf names the language of a file by its extension ("" if unknown).
+func LangOf(file string) string {
+	switch path.Ext(file) {
+	case ".go":
+		return "go"
+	case ".py":
+		return "py"
+	case ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx":
+		return "js"
+	}
+	return ""
+}
+
+// IsTestFile reports files whose functions are tests, not utilities.
+func IsTestFile(file string) bool {
+	base := path.Base(file)
+	return strings.HasSuffix(base, "_test.go") || strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py") ||
+		strings.Contains(base, ".test.") || strings.Contains(base, ".spec.") ||
+		strings.Contains("/"+file, "/vendor/") || strings.Contains("/"+file, "/node_modules/")
+}
+
+// ExtractFuncs returns the functions defined in src, a file named file.
+// Unparsable input yields what could be found (nothing for broken Go).
+func ExtractFuncs(file string, src []byte) []Func {
+	var out []Func
+	switch lang := LangOf(file); lang {
+	case "go":
+		out = goFuncs(file, src)
+	case "py":
+		out = pyFuncs(file, src)
+	case "js":
+		out = jsFuncs(file, src)
+	}
+	for i := range out {
+		out[i].Lang = LangOf(file)
+		out[i].Hash = hashTokens(out[i].Tokens)
+	}
+	return out
+}
+
+func hashTokens(toks []string) string {
+	h := sha256.New()
+	for _, t := range toks {
+		h.Write([]byte(t))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func goFuncs(file string, src []byte) []Func {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, src, parser.SkipObjectResolution)
+	if err != nil {
+		return nil
+	}
+	var out []Func
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Body == nil {
+			continue
+		}
+		name := fd.Name.Name
+		if fd.Recv != nil && len(fd.Recv.List) > 0 {
+			recv, _ := recvName(fd.Recv)
+			if recv == "" {
+				recv = "?"
+			}
+			name = recv + "." + name
+		}
+		start, end := fset.Position(fd.Body.Lbrace).Offset, fset.Position(fd.Body.Rbrace).Offset
+		out = append(out, Func{Name: name, File: file, Line: fset.Position(fd.Pos()).Line, Tokens: goTokens(src[start : end+1])})
+	}
+	return out
+}
+
+// goTokens is the token sequence of Go source, comments and automatic
+// semicolons dropped.
+func goTokens(src []byte) []string {
+	var s scanner.Scanner
+	fset := token.NewFileSet()
+	s.Init(fset.AddFile("", -1, len(src)), src, nil, 0)
+	var out []string
+	for {
+		_, tok, lit := s.Scan()
+		if tok == token.EOF {
+			return out
+		}
+		if tok == token.SEMICOLON && lit == "\n" {
+			continue
+		}
+		if lit != "" {
+			out = append(out, lit)
+		} else {
+			out = append(out, tok.String())
+		}
+	}
+}
+
+// genericToken splits C-like and Python source into identifiers, numbers,
+// strings and single punctuation characters.
+var genericToken = regexp.MustCompile(`[A-Za-z_$][A-Za-z0-9_$]*|\d[\d.xXa-fA-F_]*|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|` + "`[^`]*`" + `|\S`)
+
+// stripComments removes line comments starting with marker and (for C-like
+// code) block comments, outside string literals.
+func stripComments(src string, marker string, block bool) string {
+	var b strings.Builder
+	for i := 0; i < len(src); {
+		c := src[i]
+		switch {
+		case c == '"' || c == '\'' || c == '`':
+			j := i + 1
+			for j < len(src) && src[j] != c && (c == '`' || src[j] != '\n') {
+				if src[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			j = min(j+1, len(src))
+			b.WriteString(src[i:j])
+			i = j
+		case strings.HasPrefix(src[i:], marker):
+			for i < len(src) && src[i] != '\n' {
+				i++
+			}
+		case block && strings.HasPrefix(src[i:], "/*"):
+			end := strings.Index(src[i+2:], "*/")
+			if end < 0 {
+				return b.String()
+			}
+			i += end + 4
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String()
+}
+
+var pyDef = regexp.MustCompile(`(?m)^([ \t]*)(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(`)
+
+func pyFuncs(file string, src []byte) []Func {
+	text := stripComments(string(src), "#", false)
+	lines := strings.Split(text, "\n")
+	var out []Func
+	for _, m := range pyDef.FindAllStringSubmatchIndex(text, -1) {
+		indent := len(text[m[2]:m[3]])
+		name := text[m[4]:m[5]]
+		line := strings.Count(text[:m[0]], "\n")
+		// The body: following lines indented deeper than the def (blank
+		// lines included), after the line that ends the signature.
+		var body []string
+		i := line + 1
+		for ; i < len(lines); i++ {
+			l := lines[i]
+			if strings.TrimSpace(l) == "" {
+				continue
+			}
+			if len(l)-len(strings.TrimLeft(l, " \t")) <= indent {
+				break
+			}
+			body = append(body, l)
+		}
+		out = append(out, Func{Name: name, File: file, Line: line + 1, Tokens: genericToken.FindAllString(strings.Join(body, "\n"), -1)})
+	}
+	return out
+}
+
+var jsDef = regexp.MustCompile(`(?m)(?:^|[^.\w$])(?:function[ \t]*\*?[ \t]*([A-Za-z_$][\w$]*)[ \t]*\([^)]*\)[^{;]*|(?:const|let|var)[ \t]+([A-Za-z_$][\w$]*)[ \t]*=[ \t]*(?:async[ \t]*)?(?:\([^)]*\)|[A-Za-z_$][\w$]*)[ \t]*=>[ \t]*)\{`)
+
+func jsFuncs(file string, src []byte) []Func {
+	text := stripComments(string(src), "//", true)
+	var out []Func
+	for _, m := range jsDef.FindAllStringSubmatchIndex(text, -1) {
+		name := ""
+		if m[2] >= 0 {
+			name = text[m[2]:m[3]]
+		} else if m[4] >= 0 {
+			name = text[m[4]:m[5]]
+		}
+		open := m[1] - 1
+		end := matchBrace(text, open)
+		if name == "" || end < 0 {
+			continue
+		}
+		out = append(out, Func{Name: name, File: file, Line: strings.Count(text[:open], "\n") + 1,
+			Tokens: genericToken.FindAllString(text[open:end+1], -1)})
+	}
+	return out
+}
+
+// matchBrace returns the index of the brace closing the one at open,
+// skipping string literals; -1 if unbalanced.
+func matchBrace(s string, open int) int {
+	depth := 0
+	for i := open; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\'', '`':
+			for i++; i < len(s) && s[i] != c; i++ {
+				if s[i] == '\\' {
+					i++
+				}
+			}
+		case '{':
+			depth++
+		case '}':
+			if depth--; depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// Similarity is difflib's ratio of two token sequences: 2·LCS/(len a +
+// len b), 1 for two empty sequences.
+func Similarity(a, b []string) float64 {
+	if len(a)+len(b) == 0 {
+		return 1
+	}
+	if len(a) < len(b) {
+		a, b = b, a
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for i := range a {
+		for j := range b {
+			switch {
+			case a[i] == b[j]:
+				cur[j+1] = prev[j] + 1
+			case prev[j+1] >= cur[j]:
+				cur[j+1] = prev[j+1]
+			default:
+				cur[j+1] = cur[j]
+			}
+		}
+		prev, cur = cur, prev
+	}
+	return 2 * float64(prev[len(b)]) / float64(len(a)+len(b))
+}

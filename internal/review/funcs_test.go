@@ -1,0 +1,45 @@
+package review
+
+import "testing"
+
+const sumGo = "package util\n\n// Sum adds.\nfunc Sum(xs []int) int {\n\ttotal := 0\n\tfor _, x := range xs {\n\t\ttotal += x\n\t}\n\treturn total\n}\n"
+
+// TestExtractFuncs: Go, Python and JavaScript functions are found with
+// their names and lines; two bodies that differ only in comments and
+// layout hash alike; Similarity is difflib's ratio.
+func TestExtractFuncs(t *testing.T) {
+	t.Parallel()
+	fs := ExtractFuncs("util/sum.go", []byte(sumGo))
+	if len(fs) != 1 || fs[0].Name != "Sum" || fs[0].Line != 4 || fs[0].Lang != "go" || len(fs[0].Hash) != 64 {
+		t.Fatalf("ExtractFuncs = %+v", fs)
+	}
+	again := ExtractFuncs("util/d.go", []byte("package util\n\nfunc SumAll(xs []int) int {\n\t// the same body, other comments\n\ttotal := 0\n\tfor _, x := range xs { total += x }\n\treturn total\n}\n"))
+	if len(again) != 1 || again[0].Hash != fs[0].Hash {
+		t.Errorf("a reformatted copy hashes differently: %+v vs %+v", again, fs)
+	}
+	py := ExtractFuncs("u.py", []byte("def add(a, b):\n    # comment\n    return a + b\n\ndef sub(a, b):\n    return a - b\n"))
+	js := ExtractFuncs("u.js", []byte("function add(a, b) {\n  return a + b; // sum\n}\n"))
+	if len(py) != 2 || py[0].Name != "add" || len(js) != 1 || js[0].Name != "add" {
+		t.Fatalf("python %+v, javascript %+v", py, js)
+	}
+	if s := Similarity([]string{"a", "b", "c", "d"}, []string{"a", "x", "c", "d"}); s != 0.75 {
+		t.Fatalf("Similarity = %v, want 0.75", s)
+	}
+}
+
+// FuzzExtractFuncs: any input parses without panicking, and every function
+// found has a name, a line within the file and a SHA-256 hex hash.
+func FuzzExtractFuncs(f *testing.F) {
+	for _, s := range []string{sumGo, "def f(x):\n  return x\n", "function g() { if (a) { b } }", "func (", "package p\nfunc (r *T) M() {}"} {
+		f.Add("a.go", s)
+		f.Add("a.py", s)
+		f.Add("a.ts", s)
+	}
+	f.Fuzz(func(t *testing.T, name, src string) {
+		for _, fn := range ExtractFuncs(name, []byte(src)) {
+			if fn.Name == "" || fn.Line < 1 || len(fn.Hash) != 64 {
+				t.Fatalf("bad func %+v", fn)
+			}
+		}
+	})
+}

@@ -1,0 +1,105 @@
+package rundir
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/apiary-dev/apiary/internal/envelope"
+)
+
+// WriteFile writes data to path so that readers see the old content or the
+// new, never a mix, and so that it survives a power loss: a temporary file
+// in the same directory, fsync, rename, fsync of the directory. Missing
+// parent directories are created.
+func WriteFile(path string, data []byte) error { return write(path, data, true) }
+
+// WriteFileUnsynced is WriteFile without the fsyncs: atomic for readers,
+// but not durable. For copies that are not state (an envelope in a
+// worktree).
+func WriteFileUnsynced(path string, data []byte) error { return write(path, data, false) }
+
+func write(path string, data []byte, durable bool) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil && durable {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if !durable {
+		return nil
+	}
+	return SyncDir(dir)
+}
+
+// SyncDir fsyncs a directory, making a rename or create in it durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// WriteJSON writes v as indented JSON with WriteFile.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFile(path, append(b, '\n'))
+}
+
+// WriteEnvelope validates and writes an envelope to path atomically;
+// durable adds the fsyncs (the copy in the run directory is state; the one
+// in a worktree is not).
+func WriteEnvelope(path string, e *envelope.Envelope, durable bool) error {
+	b, err := envelope.EncodeEnvelope(e)
+	if err != nil {
+		return err
+	}
+	return write(path, append(b, '\n'), durable)
+}
+
+// WriteReceipt validates and writes a receipt to path.
+func WriteReceipt(path string, r *envelope.Receipt) error {
+	b, err := envelope.EncodeReceipt(r)
+	if err != nil {
+		return err
+	}
+	return WriteFile(path, append(b, '\n'))
+}
+
+// ReadLimited reads at most n bytes of path; a larger file is an error.
+func ReadLimited(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, n+1))
+	if err == nil && int64(len(b)) > n {
+		err = fmt.Errorf("larger than %d bytes", n)
+	}
+	return b, err
+}
