@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/board/connect"
 	"github.com/apiary-dev/apiary/internal/git"
-	"github.com/apiary-dev/apiary/internal/rundir"
 	"github.com/apiary-dev/apiary/internal/swarm"
 )
 
@@ -175,45 +175,27 @@ func (f *runFlags) runSwarm(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := swarm.Options{Shards: sf.shards, MaxAttempts: f.maxAttempts}
-	r, err := swarm.Publish(ctx, swarm.PublishConfig{Store: st, Repo: repo.At(root), Remote: sf.remote, PlanFile: args[0],
-		PlanData: data, Agents: agents, Options: opts})
-	if err != nil {
-		return reportPlanErrors(e, err)
-	}
 	head := e.stdout
 	if f.json {
 		head = e.stderr
 	}
-	fmt.Fprintf(head, "run %s\n", r.Run)
-	fmt.Fprintf(e.stderr, "apiary: published %d tasks on %s; start workers with: apiary worker --board %s --profile PROFILE\n", len(r.Tasks), dsn, dsn)
-	hctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	hostErr := make(chan error, 1)
-	if !sf.noMerge {
-		host, _ := os.Hostname()
-		go func() {
-			hostErr <- swarm.RunHost(hctx, swarm.HostConfig{Store: st, Host: fmt.Sprintf("run-%s-%d", host, os.Getpid()), Run: r.Run,
-				Merge: &swarm.MergeConfig{Dir: filepath.Join(root, rundir.StateDir, "swarm")}})
-		}()
-	} else {
-		close(hostErr)
-	}
-	progress := func(t board.Task) {
-		if !f.json {
-			fmt.Fprintf(e.stdout, "%s %s %s\n", time.Now().Format("15:04:05"), t.Status, t.ID[len(r.Run)+1:])
-		}
-	}
-	rep, err := swarm.WaitRun(ctx, st, r.Run, progress)
-	cancel()
-	if herr := <-hostErr; herr != nil && err == nil && ctx.Err() == nil {
-		err = herr
-	}
+	opts := swarm.Options{Shards: sf.shards, MaxAttempts: f.maxAttempts}
+	_, rep, err := swarm.Run(ctx, swarm.RunConfig{
+		PublishConfig: swarm.PublishConfig{Store: st, Repo: repo.At(root), Remote: sf.remote, PlanFile: args[0],
+			PlanData: data, Agents: agents, Options: opts},
+		NoMerge: sf.noMerge,
+		Published: func(r *swarm.Record) {
+			fmt.Fprintf(head, "run %s\n", r.Run)
+			fmt.Fprintf(e.stderr, "apiary: published %d tasks on %s; start workers with: apiary worker --board %s --profile PROFILE\n", len(r.Tasks), dsn, dsn)
+		},
+		OnTask: func(t board.Task) {
+			if !f.json {
+				fmt.Fprintf(e.stdout, "%s %s %s\n", time.Now().Format("15:04:05"), t.Status, t.ID[strings.IndexByte(t.ID, '/')+1:])
+			}
+		},
+	})
 	if rep == nil {
-		return err
-	}
-	if err == nil && r.Remote == root {
-		syncCheckout(ctx, repo.At(root), r.IntegrationBranch)
+		return reportPlanErrors(e, err)
 	}
 	if werr := writeSwarmReport(e, rep, f.json); werr != nil {
 		return werr
@@ -225,17 +207,6 @@ func (f *runFlags) runSwarm(ctx context.Context, e *env, args []string) error {
 		return errSilent
 	}
 	return nil
-}
-
-// syncCheckout brings the main checkout's files along when it has the
-// integration branch checked out (the merge role moved it by update-ref).
-func syncCheckout(ctx context.Context, repo *git.Repo, branch string) {
-	if b, err := repo.CurrentBranch(ctx); err != nil || b != branch {
-		return
-	}
-	if head, err := repo.RevParse(ctx, "refs/heads/"+branch); err == nil {
-		_ = repo.SyncWorktree(ctx, head)
-	}
 }
 
 func writeSwarmReport(e *env, rep *swarm.Report, asJSON bool) error {

@@ -238,7 +238,7 @@ func findClaude() string {
 
 // buildDemo creates the demo repository and the command agents' files.
 func buildDemo(ctx context.Context, dir, repoDir string) error {
-	files := map[string]string{"agents/run.sh": demoRunScript, "agents/reconcile.sh": demoReconcileScript}
+	files := map[string]string{"agents/run.sh": demoFile("agents/run.sh"), "agents/reconcile.sh": demoFile("agents/reconcile.sh")}
 	for _, t := range demoTasks() {
 		for p, c := range t.files {
 			files[filepath.Join("content", t.id, p)] = c

@@ -1,5 +1,11 @@
 package cli
 
+import (
+	"embed"
+	"io/fs"
+	"strings"
+)
+
 // The demo's Go project, the files its scripted agents produce and the
 // plan that ties them together. Every agent's output is fixed, so the
 // outcome depends only on the plan's structure, never on timing: five tasks
@@ -11,91 +17,54 @@ package cli
 // fast-forwards. Always: 2 fast-forwards, 2 merges, 1 reconciliation, 1
 // rejection.
 
-const demoGoMod = "module example.com/calc\n\ngo 1.22\n"
+// demoFiles is the demo project in its finished state (demo/project: real
+// Go files, so gofmt, vet and the tests see them) and the command agents'
+// scripts (demo/agents). Its go.mod is stored as go.mod.txt: a go.mod
+// would make it a module of its own, which cannot be embedded.
+//
+//go:embed demo/project demo/agents
+var demoFiles embed.FS
 
-const demoAdd = `// Package calc is the project of apiary's demo.
-package calc
-
-// Add returns a + b.
-func Add(a, b int) int { return a + b }
-`
-
-const demoAddTest = `package calc
-
-import "testing"
-
-func TestAdd(t *testing.T) {
-	if got := Add(2, 3); got != 5 {
-		t.Fatalf("Add(2, 3) = %d, want 5", got)
+// demoFile returns one embedded file of the demo.
+func demoFile(name string) string {
+	b, err := demoFiles.ReadFile("demo/" + name)
+	if err != nil {
+		panic("demo: missing embedded file " + name) // a build without the files cannot happen
 	}
+	return string(b)
 }
 
-func TestAddNegative(t *testing.T) {
-	if got := Add(-2, -3); got != -5 {
-		t.Fatalf("Add(-2, -3) = %d, want -5", got)
+// demoProject returns the finished project's files by path in the
+// repository (go.mod.txt as go.mod).
+func demoProject() map[string]string {
+	out := map[string]string{}
+	err := fs.WalkDir(demoFiles, "demo/project", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel := strings.TrimPrefix(p, "demo/project/")
+		if rel == "go.mod.txt" {
+			rel = "go.mod"
+		}
+		out[rel] = demoFile(strings.TrimPrefix(p, "demo/"))
+		return nil
+	})
+	if err != nil {
+		panic(err)
 	}
+	return out
 }
-`
 
-// demoAddTestTidied is what tidy-tests leaves: a test deleted.
-const demoAddTestTidied = `package calc
-
-import "testing"
-
-func TestAdd(t *testing.T) {
-	if got := Add(2, 3); got != 5 {
-		t.Fatalf("Add(2, 3) = %d, want 5", got)
+// tidied is add_test.go as the tidy-tests agent leaves it: without
+// TestAddNegative.
+func tidied(src string) string {
+	i := strings.Index(src, "\nfunc TestAddNegative(")
+	j := strings.Index(src[i+1:], "\n}\n")
+	if i < 0 || j < 0 {
+		panic("demo: add_test.go has no TestAddNegative")
 	}
+	return src[:i] + src[i+1+j+3:]
 }
-`
-
-const demoMul = `package calc
-
-// Mul returns a * b.
-func Mul(a, b int) int { return a * b }
-`
-
-const demoMulTest = `package calc
-
-import "testing"
-
-func TestMul(t *testing.T) {
-	if got := Mul(4, 5); got != 20 {
-		t.Fatalf("Mul(4, 5) = %d, want 20", got)
-	}
-}
-`
-
-const demoSub = `package calc
-
-// Sub returns a - b.
-func Sub(a, b int) int { return a - b }
-`
-
-const demoSubTest = `package calc
-
-import "testing"
-
-func TestSub(t *testing.T) {
-	if got := Sub(7, 2); got != 5 {
-		t.Fatalf("Sub(7, 2) = %d, want 5", got)
-	}
-}
-`
-
-const demoMain = `// Command calc prints a few results of package calc.
-package main
-
-import (
-	"fmt"
-
-	"example.com/calc/calc"
-)
-
-func main() {
-	fmt.Println(calc.Add(2, 3), calc.Sub(7, 2), calc.Mul(4, 5))
-}
-`
 
 const (
 	demoUsage   = "Import example.com/calc/calc and call Add, Sub or Mul.\n"
@@ -125,14 +94,15 @@ type demoTask struct {
 }
 
 func demoTasks() []demoTask {
+	f := demoProject()
 	goTest := "go test ./..."
 	return []demoTask{
 		{id: "mul", objective: "Add Mul(a, b int) int to package calc, with a test.", scope: []string{"calc/mul.go", "calc/mul_test.go"},
 			check: goTest, fallback: "grep -q 'func Mul' calc/mul.go", estimate: 30,
-			files: map[string]string{"calc/mul.go": demoMul, "calc/mul_test.go": demoMulTest}},
+			files: map[string]string{"calc/mul.go": f["calc/mul.go"], "calc/mul_test.go": f["calc/mul_test.go"]}},
 		{id: "sub", objective: "Add Sub(a, b int) int to package calc, with a test.", scope: []string{"calc/sub.go", "calc/sub_test.go"},
 			check: goTest, fallback: "grep -q 'func Sub' calc/sub.go", estimate: 30,
-			files: map[string]string{"calc/sub.go": demoSub, "calc/sub_test.go": demoSubTest}},
+			files: map[string]string{"calc/sub.go": f["calc/sub.go"], "calc/sub_test.go": f["calc/sub_test.go"]}},
 		{id: "usage-doc", objective: "Write the Usage section of README.md.", scope: []string{"README.md"},
 			check: "grep -q '^## Usage' README.md", estimate: 20,
 			files: map[string]string{"README.md": demoReadme(demoUsage, "")}},
@@ -141,37 +111,20 @@ func demoTasks() []demoTask {
 			files: map[string]string{"README.md": demoReadme("", demoContrib)}},
 		{id: "tidy-tests", objective: "Tidy calc/add_test.go.", scope: []string{"calc/add_test.go"},
 			check: goTest, fallback: "grep -q 'func TestAdd' calc/add_test.go", estimate: 20,
-			files: map[string]string{"calc/add_test.go": demoAddTestTidied}},
+			files: map[string]string{"calc/add_test.go": tidied(f["calc/add_test.go"])}},
 		{id: "cmd", objective: "Add a command cmd/calc that prints results of Add, Sub and Mul.", scope: []string{"cmd/calc/"},
 			deps: []string{"mul", "sub", "{task: usage-doc, kind: control}", "{task: contrib-doc, kind: control}"}, check: "go vet ./... && " + goTest, fallback: "grep -q 'calc.Mul' cmd/calc/main.go", estimate: 30,
-			files: map[string]string{"cmd/calc/main.go": demoMain}},
+			files: map[string]string{"cmd/calc/main.go": f["cmd/calc/main.go"]}},
 	}
 }
 
-// demoBase is the repository the demo starts from.
+// demoBase is the repository the demo starts from: the project without
+// what the tasks add.
 func demoBase() map[string]string {
-	return map[string]string{"go.mod": demoGoMod, "calc/add.go": demoAdd, "calc/add_test.go": demoAddTest, "README.md": demoReadme("", "")}
+	f := demoProject()
+	base := map[string]string{"README.md": demoReadme("", "")}
+	for _, p := range []string{"go.mod", "calc/add.go", "calc/add_test.go"} {
+		base[p] = f[p]
+	}
+	return base
 }
-
-// demoRunScript is the command agents' entry point: it plays a coding
-// agent by copying the files prepared for its task into the worktree.
-const demoRunScript = `#!/bin/sh
-# apiary demo agent: writes the files prepared for task $APIARY_TASK.
-set -e
-cp -R "$(dirname "$0")/../content/$APIARY_TASK/." .
-`
-
-// demoReconcileScript is the neutral command reconciler: it re-applies the
-// task's change to each overlapping file with a three-way text merge.
-const demoReconcileScript = `#!/bin/sh
-# apiary demo reconciler: merges the task's change into the head's version.
-set -e
-tmp=$(mktemp -d)
-printf '%s\n' "$APIARY_RECONCILE_PATHS" | while IFS= read -r p; do
-  [ -n "$p" ] || continue
-  git show "$APIARY_RECONCILE_BASE:$p" > "$tmp/base"
-  git show "$APIARY_RECONCILE_CANDIDATE:$p" > "$tmp/theirs"
-  git merge-file "$p" "$tmp/base" "$tmp/theirs"
-done
-rm -rf "$tmp"
-`

@@ -42,12 +42,10 @@ func checkDemo(t *testing.T, res demoResult) {
 		t.Fatalf("report %s: %+v", rep.Status, tot)
 	}
 	repo := git.New(res.Repo, git.Options{})
-	// The final tree: every accepted change, both README sections, and the
-	// test tidy-tests deleted still there.
-	want := map[string]string{
-		"calc/mul.go": demoMul, "calc/mul_test.go": demoMulTest, "calc/sub.go": demoSub, "calc/sub_test.go": demoSubTest,
-		"cmd/calc/main.go": demoMain, "README.md": demoReadme(demoUsage, demoContrib), "calc/add_test.go": demoAddTest,
-	}
+	// The final tree is the finished project: every accepted change, both
+	// README sections, and the test tidy-tests deleted still there.
+	want := demoProject()
+	want["README.md"] = demoReadme(demoUsage, demoContrib)
 	for p, w := range want {
 		if b, err := repo.ReadBlob(ctx, "main", p); err != nil || string(b) != w {
 			t.Errorf("main:%s = %q (%v), want %q", p, b, err, w)

@@ -2,14 +2,12 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -17,12 +15,8 @@ import (
 
 	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/eval"
-	"github.com/apiary-dev/apiary/internal/gate"
-	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/llmfake"
 	"github.com/apiary-dev/apiary/internal/plan"
-	"github.com/apiary-dev/apiary/internal/rundir"
-	"github.com/apiary-dev/apiary/internal/runs"
 	"github.com/apiary-dev/apiary/internal/sim"
 )
 
@@ -151,7 +145,7 @@ func (o *evalFlags) run(ctx context.Context, e *env, setDir string) error {
 	if dir, err = filepath.Abs(dir); err != nil {
 		return err
 	}
-	rt := &evalRuntime{models: map[eval.Arm]attempt.ModelAccess{}}
+	rt := &eval.Local{Models: map[eval.Arm]attempt.ModelAccess{}}
 	opts := eval.Options{BudgetUSD: o.budget, MaxParallel: o.maxParallel, Runtime: rt, WorkDir: dir}
 	if !o.json {
 		opts.Progress = e.stderr
@@ -162,7 +156,7 @@ func (o *evalFlags) run(ctx context.Context, e *env, setDir string) error {
 			return err
 		}
 	case "scripted-claude":
-		stop, err := rt.scriptedClaude(ts)
+		stop, err := scriptedClaude(rt, ts)
 		if err != nil {
 			return err
 		}
@@ -188,13 +182,13 @@ func (o *evalFlags) run(ctx context.Context, e *env, setDir string) error {
 		}
 		if url != "" || key != "" {
 			for _, arm := range []eval.Arm{eval.Single, eval.Swarm} {
-				rt.models[arm] = directAccess{baseURL: url, key: key}
+				rt.Models[arm] = directAccess{baseURL: url, key: key}
 			}
 		}
-		rt.realAgents = true
+		rt.Writes = newMCPSurface
 	}
 	if claude != "" {
-		rt.agentBin = map[string]string{"claude": claude}
+		rt.AgentBin = map[string]string{"claude": claude}
 	}
 	if !o.json {
 		fmt.Fprintf(e.stdout, "apiary eval: %s, %s agents, work in %s\n", ts.Name, kind, dir)
@@ -225,103 +219,12 @@ func (o *evalFlags) run(ctx context.Context, e *env, setDir string) error {
 	return nil
 }
 
-// evalRuntime is eval.Runtime on apiary's git plumbing, runtime and gates.
-type evalRuntime struct {
-	models     map[eval.Arm]attempt.ModelAccess
-	agentBin   map[string]string
-	realAgents bool
-}
-
-var _ eval.Runtime = (*evalRuntime)(nil)
-
-func (r *evalRuntime) InitRepo(ctx context.Context, dir string) error {
-	cmd := exec.CommandContext(ctx, "git", "init", "--quiet", "--initial-branch=main", dir)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("git init: %v: %s", err, out)
-	}
-	sig := git.Signature{Name: "apiary eval", Email: "eval@apiary.invalid"}
-	_, err := git.New(dir, git.Options{}).CommitAll(ctx, git.CommitOptions{Message: "the task set's base\n", Author: sig})
-	return err
-}
-
-func (r *evalRuntime) Run(ctx context.Context, arm eval.Arm, dir string, planData []byte) (*runs.Report, error) {
-	cfg := runs.Config{Repo: git.New(dir, git.Options{}), Models: r.models[arm], AgentBin: r.agentBin, ReconcileAgent: "agent"}
-	if r.realAgents {
-		if ws, err := newMCPSurface(dir); err == nil {
-			cfg.Writes = ws
-		}
-	}
-	id, err := rundir.NewID(time.Now(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	return runs.Start(ctx, cfg, runs.NewRun{ID: id, PlanFile: string(arm) + "-plan.json", PlanData: planData})
-}
-
-func (r *evalRuntime) Export(ctx context.Context, dir, rev, dst string) error {
-	repo := git.New(dir, git.Options{})
-	tmp, err := os.MkdirTemp(filepath.Dir(dst), ".export-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	wt := filepath.Join(tmp, "tree")
-	if err := repo.WorktreeAddDetached(ctx, wt, rev); err != nil {
-		return err
-	}
-	defer repo.WorktreeRemove(context.WithoutCancel(ctx), wt)
-	return copyDir(wt, dst)
-}
-
-func (r *evalRuntime) Check(ctx context.Context, c eval.Check) (eval.CheckResult, error) {
-	res, err := gate.RunCheck(ctx, gate.CheckCommand{Command: c.Command, Dir: c.Dir, Log: c.Log, Timeout: c.Timeout})
-	return eval.CheckResult{Exit: res.Exit, TimedOut: res.TimedOut, Seconds: res.Duration}, err
-}
-
-// copyDir copies a worktree's files (not its .git file) into dst.
-func copyDir(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if rel == ".git" {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		target := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, 0o755)
-		case d.Type()&os.ModeSymlink != 0:
-			link, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(link, target)
-		case d.Type().IsRegular():
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(target, b, info.Mode().Perm())
-		}
-		return nil
-	})
-}
-
 // scriptedClaude serves the task set's scripted agents through an
 // in-process llmfake for Claude Code workers: each arm's task has its own
 // key, which selects its script — read nothing, write the task's files one
 // per turn — and each request waits scripted.delay_s/2, so the agents take
 // time as real ones do. stop shuts the server down.
-func (r *evalRuntime) scriptedClaude(ts *eval.TaskSet) (stop func(), err error) {
+func scriptedClaude(r *eval.Local, ts *eval.TaskSet) (stop func(), err error) {
 	type call struct {
 		Name  string         `json:"name"`
 		Input map[string]any `json:"input"`
@@ -374,7 +277,7 @@ func (r *evalRuntime) scriptedClaude(ts *eval.TaskSet) (stop func(), err error) 
 	}
 	hs := llmfake.Serve(l, srv)
 	for _, arm := range []eval.Arm{eval.Single, eval.Swarm} {
-		r.models[arm] = directAccess{baseURL: hs.URL, keyFor: func(ref attempt.TaskRef) string {
+		r.Models[arm] = directAccess{baseURL: hs.URL, keyFor: func(ref attempt.TaskRef) string {
 			if ref.Role == attempt.RoleReconciler {
 				return "eval-reconcile"
 			}

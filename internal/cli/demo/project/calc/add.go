@@ -1,0 +1,5 @@
+// Package calc is the project of apiary's demo.
+package calc
+
+// Add returns a + b.
+func Add(a, b int) int { return a + b }

@@ -1,0 +1,4 @@
+package calc
+
+// Mul returns a * b.
+func Mul(a, b int) int { return a * b }
