@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,11 +17,10 @@ import (
 	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/dashboard"
-	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/git"
-	"github.com/apiary-dev/apiary/internal/plan"
 	"github.com/apiary-dev/apiary/internal/rundir"
 	"github.com/apiary-dev/apiary/internal/runs"
+	"github.com/apiary-dev/apiary/internal/swarm"
 )
 
 // The dashboard's sources over the runtime's files, the board and the
@@ -63,7 +63,7 @@ func (s *runFiles) Runs(ctx context.Context) ([]dashboard.RunSummary, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		fi, _ := os.Stat(filepath.Join(rundir.Path(s.root, id), "events.jsonl"))
+		fi, _ := os.Stat(rundir.Open(s.root, id).EventsPath())
 		s.mu.Lock()
 		c, ok := s.done[id]
 		s.mu.Unlock()
@@ -105,33 +105,18 @@ func (s *runFiles) report(id string) (*runs.Report, error) {
 	return rep, err
 }
 
-// convert copies v into out through JSON: the dashboard's types mirror the
-// runtime's JSON form (`apiary status --json`).
-func convert(v, out any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, out)
-}
-
 func (s *runFiles) Run(ctx context.Context, id string) (*dashboard.Run, error) {
 	rep, err := s.report(id)
 	if err != nil {
 		return nil, err
 	}
-	var r dashboard.Run
-	if err := convert(rep, &r); err != nil {
-		return nil, err
-	}
-	r.Edges = []dashboard.Edge{}
-	if rec, err := rundir.Open(s.root, id).Record(); err == nil {
-		if data, err := os.ReadFile(filepath.Join(rundir.Path(s.root, id), "plan.yaml")); err == nil {
-			if p, err := plan.ParseWith(rec.PlanFile, data, plan.Options{Agents: rec.Options.Agents}); err == nil {
-				for _, t := range p.Tasks {
-					for _, d := range t.Deps {
-						r.Edges = append(r.Edges, dashboard.Edge{From: d.Task, To: t.ID, Kind: string(d.Kind)})
-					}
+	r := runView(rep)
+	d := rundir.Open(s.root, id)
+	if rec, err := d.Record(); err == nil {
+		if p, err := d.ParsePlan(rec); err == nil && p != nil {
+			for _, t := range p.Tasks {
+				for _, dep := range t.Deps {
+					r.Edges = append(r.Edges, dashboard.Edge{From: dep.Task, To: t.ID, Kind: string(dep.Kind)})
 				}
 			}
 		}
@@ -141,7 +126,7 @@ func (s *runFiles) Run(ctx context.Context, id string) (*dashboard.Run, error) {
 			r.Edges = append(r.Edges, dashboard.Edge{From: t.Parent, To: t.ID, Kind: dashboard.EdgeSpawn})
 		}
 	}
-	return &r, nil
+	return r, nil
 }
 
 // logTail is how much of a log the task view shows.
@@ -152,72 +137,73 @@ func (s *runFiles) Task(ctx context.Context, run, task string) (*dashboard.TaskD
 	if err != nil {
 		return nil, err
 	}
-	tr := rep.Task(task)
-	dir := filepath.Join(rundir.Path(s.root, run), "tasks", task)
+	d := rundir.Open(s.root, run)
+	tr, dir := rep.Task(task), d.Task(task)
 	if tr == nil && rep.Planner != nil && task == attempt.RolePlanner {
-		tr, dir = rep.Planner, filepath.Join(rundir.Path(s.root, run), "planner")
+		tr, dir = rep.Planner, d.Planner()
 	}
 	if tr == nil { // only names the report knows reach the file system
 		return nil, fmt.Errorf("%w: task %s of run %s", dashboard.ErrNotFound, task, run)
 	}
-	d := &dashboard.TaskDetail{Run: run}
-	if err := convert(tr, &d.Task); err != nil {
-		return nil, err
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, "envelope.json")); err == nil && json.Valid(b) {
-		d.Envelope = b
-		if e, err := envelope.DecodeEnvelope(b); err == nil {
-			d.Objective, d.Agent, d.WriteScope, d.LeaseS = e.Objective, e.Agent.Profile, e.Authority.WriteScope, e.LeaseS
+	td := &dashboard.TaskDetail{Run: run, Task: taskView(*tr)}
+	if raw, e, err := dir.Envelope(); raw != nil && json.Valid(raw) {
+		td.Envelope = raw
+		if err == nil {
+			td.Objective, td.Agent, td.WriteScope, td.LeaseS = e.Objective, e.Agent.Profile, e.Authority.WriteScope, e.LeaseS
 			if e.Trace != nil {
-				d.Traceparent = e.Trace.Traceparent
+				td.Traceparent = e.Trace.Traceparent
 			}
 		}
 	}
 	var base, commit string
-	if b, err := os.ReadFile(filepath.Join(dir, "receipt.json")); err == nil && json.Valid(b) {
-		d.Receipt = b
-		if rc, err := envelope.DecodeReceipt(b); err == nil {
-			_ = convert(rc.Gate, &d.Gate)
-			_ = convert(rc.GateFailures, &d.GateFailures)
-			_ = convert(rc.Checks, &d.Checks)
-			d.Fence, d.ChangedPaths, d.Summary = rc.FencingToken, rc.ChangedPaths, rc.Summary
+	if b, err := os.ReadFile(dir.ReceiptPath()); err == nil && json.Valid(b) {
+		td.Receipt = b
+		if rc, err := dir.Receipt(); err == nil && rc != nil {
+			td.Gate = gateView(rc.Gate)
+			for i := range rc.GateFailures {
+				td.GateFailures = append(td.GateFailures, *gateView(&rc.GateFailures[i]))
+			}
+			for _, c := range rc.Checks {
+				td.Checks = append(td.Checks, dashboard.Check{Command: c.Command, Exit: c.Exit, Duration: c.Duration, TimedOut: c.TimedOut, Log: c.Log})
+			}
+			td.Fence, td.ChangedPaths, td.Summary = rc.FencingToken, rc.ChangedPaths, rc.Summary
 			base, commit = rc.Base, rc.Commit
 		}
 	}
-	evs, _, err := rundir.Open(s.root, run).Events()
+	evs, _, err := d.Events()
 	if err != nil {
 		return nil, err
 	}
-	d.AttemptList = attemptsOf(evs, task)
-	if n := len(d.AttemptList); n > 0 {
-		last := d.AttemptList[n-1]
-		if d.Fence == 0 {
-			d.Fence = last.Fence
+	td.AttemptList = attemptsOf(evs, task)
+	if n := len(td.AttemptList); n > 0 {
+		last := td.AttemptList[n-1]
+		if td.Fence == 0 {
+			td.Fence = last.Fence
 		}
-		if d.Traceparent == "" {
-			d.Traceparent = traceOf(evs, task, last.N)
+		if td.Traceparent == "" {
+			td.Traceparent = traceOf(evs, task, last.N)
 		}
 		if last.Commit != "" { // the attempt's own change, not a merge's
 			base, commit = last.Base, last.Commit
 		}
-		name := fmt.Sprintf("attempt-%d.log", last.N)
+		log := dir.LogPath(last.N)
 		if last.Role == attempt.RoleReconciler {
-			name = fmt.Sprintf("reconcile-%d.log", last.N)
+			log = dir.Path(fmt.Sprintf("reconcile-%d.log", last.N))
 		}
-		d.Log = readTail(filepath.Join(dir, name), logTail)
+		td.Log = readTail(log, logTail)
 	}
 	if base != "" && commit != "" && base != commit {
-		d.DiffStat = s.diffStat(ctx, base, commit)
+		td.DiffStat = s.diffStat(ctx, base, commit)
 	}
 	if s.board != nil {
 		for _, key := range []string{run + "/" + task, task} {
 			if c, err := s.board.Holder(ctx, key); err == nil {
-				d.Claim = &dashboard.Claim{Task: c.Task, Agent: c.Agent, Score: c.Score, Lease: int64(c.Lease), Token: c.Token}
+				td.Claim = &dashboard.Claim{Task: c.Task, Agent: c.Agent, Score: c.Score, Lease: int64(c.Lease), Token: c.Token}
 				break
 			}
 		}
 	}
-	return d, nil
+	return td, nil
 }
 
 // attemptsOf lists a task's attempts from the run's events.
@@ -331,18 +317,6 @@ var (
 	_ dashboard.HintReviewer = boardView{}
 )
 
-// workerRecord is what a swarm worker publishes under
-// swarm/RUN/workers/WORKER.
-type workerRecord struct {
-	Worker  string    `json:"worker"`
-	Host    string    `json:"host"`
-	Skills  []string  `json:"skills"`
-	Profile string    `json:"profile"`
-	Slots   int       `json:"slots"`
-	Busy    int       `json:"busy"`
-	Updated time.Time `json:"updated"`
-}
-
 func (b boardView) Board(ctx context.Context) (dashboard.BoardSnapshot, error) {
 	var snap dashboard.BoardSnapshot
 	kvs, _, err := b.st.List(ctx, board.PrefixClaims)
@@ -376,17 +350,12 @@ func (b boardView) Board(ctx context.Context) (dashboard.BoardSnapshot, error) {
 	for _, h := range hs {
 		snap.Hints = append(snap.Hints, dashboard.Hint{Type: h.Type, Resolution: h.Resolution, Conflict: h.Conflict, State: string(h.State), Reviewer: h.Reviewer, Note: h.Note})
 	}
-	ws, _, err := b.st.List(ctx, "swarm/")
+	byRun, err := swarm.Workers(ctx, b.st)
 	if err != nil {
 		return snap, err
 	}
-	for _, kv := range ws {
-		parts := strings.Split(kv.Key, "/")
-		if len(parts) != 4 || parts[2] != "workers" {
-			continue
-		}
-		var w workerRecord
-		if json.Unmarshal(kv.Value, &w) == nil && w.Worker != "" {
+	for _, ws := range byRun {
+		for _, w := range ws {
 			id := w.Worker
 			if w.Host != "" {
 				id += "@" + w.Host
@@ -394,6 +363,7 @@ func (b boardView) Board(ctx context.Context) (dashboard.BoardSnapshot, error) {
 			snap.Workers = append(snap.Workers, dashboard.Worker{ID: id, Skills: w.Skills, Profile: w.Profile, Slots: w.Slots, Busy: w.Busy, LastSeen: w.Updated})
 		}
 	}
+	slices.SortFunc(snap.Workers, func(a, b dashboard.Worker) int { return strings.Compare(a.ID, b.ID) })
 	return snap, nil
 }
 

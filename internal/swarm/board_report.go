@@ -220,3 +220,20 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// Workers lists the live workers of every swarm run on the board, by run.
+func Workers(ctx context.Context, st *board.Store) (map[string][]WorkerRecord, error) {
+	runs, err := ListRecords(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]WorkerRecord{}
+	for _, r := range runs {
+		var ws []WorkerRecord
+		if err := listJSON(ctx, st, workersPrefix(r.Run), &ws); err != nil {
+			return nil, err
+		}
+		out[r.Run] = ws
+	}
+	return out, nil
+}
