@@ -11,14 +11,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/board/connect"
 	"github.com/apiary-dev/apiary/internal/dashboard"
-	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/rundir"
 	"github.com/apiary-dev/apiary/internal/runs"
@@ -132,7 +130,7 @@ func (o *dashOptions) sources(ctx context.Context, e *env) (dashboard.Sources, f
 	}
 	var dirs dashboard.PlotDirs
 	if root != "" {
-		dirs = append(dirs, filepath.Join(root, rundir.StateDir, "plots"))
+		dirs = append(dirs, rundir.State(root, "plots"))
 	}
 	for _, d := range o.plots {
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
@@ -302,11 +300,7 @@ func telemetryEvent(root string, ev runs.Event, files bool) telemetry.Event {
 			te.TraceID = rec.TraceID
 		}
 	case rundir.EvTaskDone:
-		b, err := os.ReadFile(filepath.Join(rundir.Path(root, ev.Run), "tasks", ev.Task, "receipt.json"))
-		if err != nil {
-			break
-		}
-		if rc, err := envelope.DecodeReceipt(b); err == nil {
+		if rc, err := rundir.Open(root, ev.Run).Task(ev.Task).Receipt(); err == nil && rc != nil {
 			for _, c := range rc.Checks {
 				te.Checks = append(te.Checks, telemetry.Check{Command: c.Command, Exit: c.Exit, Duration: time.Duration(c.Duration * float64(time.Second))})
 			}

@@ -234,10 +234,10 @@ func TestDashBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(repo, rundir.StateDir, "plots"), 0o755); err != nil {
+	if err := os.MkdirAll(rundir.State(repo, "plots"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(repo, rundir.StateDir, "plots", "swarm-makespan.svg"), plot, 0o644); err != nil {
+	if err := os.WriteFile(rundir.State(repo, "plots", "swarm-makespan.svg"), plot, 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -247,10 +247,10 @@ func TestDashBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(repo, rundir.StateDir, "escrow"), 0o755); err != nil {
+	if err := os.MkdirAll(rundir.State(repo, "escrow"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(repo, rundir.StateDir, "escrow", "push-1.json"), esc, 0o644); err != nil {
+	if err := os.WriteFile(rundir.State(repo, "escrow", "push-1.json"), esc, 0o644); err != nil {
 		t.Fatal(err)
 	}
 

@@ -258,10 +258,10 @@ func TestDashBoardActions(t *testing.T) {
 		req := runs.EscrowRequest{ID: id, Run: "r", Task: "a", Kind: "command", Operation: "git push origin main", Chain: []string{"a", "root"},
 			State: runs.EscrowPending, Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 		b, _ := json.Marshal(req)
-		if err := os.MkdirAll(filepath.Join(repo, rundir.StateDir, "escrow"), 0o755); err != nil {
+		if err := os.MkdirAll(rundir.State(repo, "escrow"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(repo, rundir.StateDir, "escrow", id+".json"), b, 0o644); err != nil {
+		if err := os.WriteFile(rundir.State(repo, "escrow", id+".json"), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -124,7 +124,7 @@ tasks:
 		if _, err := os.Stat(filepath.Join(rundir.Path(repoDir, runID), "tasks", task, "receipt.json")); err == nil {
 			t.Fatalf("%s has a receipt before the resume", task)
 		}
-		if _, err := os.Stat(filepath.Join(repoDir, rundir.StateDir, "worktrees", runID, task+"-1")); err != nil {
+		if _, err := os.Stat(rundir.State(repoDir, "worktrees", runID, task+"-1")); err != nil {
 			t.Errorf("expected %s's worktree to be left by the kill: %v", task, err)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -133,5 +132,5 @@ func startRunGateway(ctx context.Context, ledgerPath, upstream, key string, logw
 // runGatewayLedger is where a repository's run gateway keeps its keys and
 // ledger (`apiary gateway usage --ledger` reads it).
 func runGatewayLedger(root string) string {
-	return filepath.Join(root, rundir.StateDir, "gateway.db")
+	return rundir.State(root, "gateway.db")
 }

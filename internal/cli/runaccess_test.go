@@ -124,7 +124,7 @@ func keysOf(m map[string]llmfake.KeyStats) []string {
 // agentLogs returns the agents' logs of every run in repo, for failures.
 func agentLogs(repo string) string {
 	var b strings.Builder
-	logs, _ := filepath.Glob(filepath.Join(repo, rundir.StateDir, "runs", "*", "tasks", "*", "*.log"))
+	logs, _ := filepath.Glob(rundir.State(repo, "runs", "*", "tasks", "*", "*.log"))
 	for _, l := range logs {
 		data, _ := os.ReadFile(l)
 		fmt.Fprintf(&b, "== %s\n%s\n", l, data)

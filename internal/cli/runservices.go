@@ -92,7 +92,7 @@ func (m mcpSurface) MCPConfigWith(worktree string, scope []string, g attempt.Gra
 	if err != nil {
 		return "", nil, err
 	}
-	path := filepath.Join(worktree, rundir.StateDir, "mcp.json")
+	path := rundir.State(worktree, "mcp.json")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", nil, err
 	}
@@ -113,7 +113,7 @@ func newMCPSurface(root string) (attempt.WriteSurface, error) {
 	if err := rundir.Init(root); err != nil {
 		return nil, err
 	}
-	link := filepath.Join(root, rundir.StateDir, "bin", "apiary")
+	link := rundir.State(root, "bin", "apiary")
 	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
 		return nil, err
 	}

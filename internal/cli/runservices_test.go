@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -23,7 +22,7 @@ func TestMCPSurface(t *testing.T) {
 		t.Fatal(err)
 	}
 	exe, _ := os.Executable()
-	link := filepath.Join(root, rundir.StateDir, "bin", "apiary")
+	link := rundir.State(root, "bin", "apiary")
 	if got, err := os.Readlink(link); err != nil || got != exe {
 		t.Errorf("link %s -> %q, %v", link, got, err)
 	}

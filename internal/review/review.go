@@ -102,7 +102,7 @@ type Request struct {
 }
 
 // Dir returns the directory of review id in the repository at root.
-func Dir(root, id string) string { return filepath.Join(root, rundir.StateDir, "reviews", id) }
+func Dir(root, id string) string { return rundir.State(root, "reviews", id) }
 
 // reviewRun is one review in progress. Fields after mu are guarded by it.
 type reviewRun struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,7 +129,7 @@ func (r *runner) runAttempt(a *attemptState) (res *attemptResult) {
 		},
 		Collect: func(_ context.Context, wt string) error {
 			if a.role == attempt.RoleWorker {
-				res.children = readChildren(filepath.Join(wt, rundir.StateDir, "out", "tasks"))
+				res.children = readChildren(rundir.State(wt, "out", "tasks"))
 			}
 			return nil
 		},

@@ -37,7 +37,7 @@ const (
 var runtimeTools = []string{ToolModel, ToolSpawn, ToolHeartbeat, ToolEscrow}
 
 // KeyPath is the repository's capability root key, .apiary/cap.key.
-func KeyPath(root string) string { return filepath.Join(root, rundir.StateDir, "cap.key") }
+func KeyPath(root string) string { return rundir.State(root, "cap.key") }
 
 // RevocationsPath is the file where a run publishes its capability
 // revocations (a capability.EpochState) for the processes it started.

@@ -104,7 +104,7 @@ func NewEscrowQueue(root string, now func() time.Time) *EscrowQueue {
 	if now == nil {
 		now = time.Now
 	}
-	return &EscrowQueue{dir: filepath.Join(root, rundir.StateDir, "escrow"), now: now}
+	return &EscrowQueue{dir: rundir.State(root, "escrow"), now: now}
 }
 
 var escrowIDPattern = taskNamePattern

@@ -69,7 +69,7 @@ func Reap(ctx context.Context, repo *git.Repo, o ReapOptions) (supervise.ReapRep
 		}
 		items = append(items, its...)
 	}
-	logf, _ := os.OpenFile(filepath.Join(root, rundir.StateDir, "reaper.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	logf, _ := os.OpenFile(rundir.State(root, "reaper.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if logf != nil {
 		defer logf.Close()
 	}

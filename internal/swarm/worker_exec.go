@@ -156,7 +156,7 @@ func (x *GitExecutor) Execute(ctx context.Context, j *Job) (Outcome, error) {
 	}
 	utilsPath := ""
 	if len(utils) > 0 {
-		utilsPath = filepath.Join(wt, rundir.StateDir, "utils.json")
+		utilsPath = rundir.State(wt, "utils.json")
 	}
 	trailers := []git.Trailer{
 		{Key: git.TrailerTask, Value: j.Name}, {Key: git.TrailerRun, Value: run.Run},
