@@ -220,3 +220,12 @@ type GateReason struct {
 	Line    int    `json:"line,omitempty"`
 	Detail  string `json:"detail"`
 }
+
+// Add adds x to u, field by field.
+func (u *Usage) Add(x Usage) {
+	u.InputTokens += x.InputTokens
+	u.OutputTokens += x.OutputTokens
+	u.USD += x.USD
+	u.ToolCalls += x.ToolCalls
+	u.WallS += x.WallS
+}

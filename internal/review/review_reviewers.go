@@ -216,7 +216,7 @@ func (rv *reviewRun) runReviewer(ctx context.Context, name, profile, objective, 
 	}
 	b.WriteString(reviewerFormat)
 	text, usage, err := rv.runAgentRaw(ctx, reviewAgentTask{name: name, profile: profile, taskID: taskID, role: attempt.RoleReviewer,
-		dir: dir, envPath: envPath, prompt: b.String(), budget: env.Budget, extraEnv: extra})
+		dir: dir, envPath: envPath, env: env, prompt: b.String(), budget: env.Budget, extraEnv: extra})
 	v.Usage = usage
 	if ctx.Err() != nil {
 		return v, ctx.Err()

@@ -84,7 +84,7 @@ func (rv *reviewRun) runAnalyser(ctx context.Context, a *AnalyserConfig, round i
 		var usage *envelope.Usage
 		prompt := rv.analyserPrompt(a, objective, envPath, dir, inputs)
 		fs, usage, failure = rv.runAgent(ctx, reviewAgentTask{name: a.Name, profile: a.Agent, taskID: taskID, role: attempt.RoleAnalyser,
-			dir: dir, envPath: envPath, prompt: prompt, budget: env.Budget, inputs: inputs})
+			dir: dir, envPath: envPath, env: env, prompt: prompt, budget: env.Budget, inputs: inputs})
 		run.Usage = usage
 	}
 	if ctx.Err() != nil {
@@ -189,6 +189,7 @@ func (rv *reviewRun) builtin(a *AnalyserConfig) (Analyser, error) {
 type reviewAgentTask struct {
 	name, profile, taskID, role string
 	dir, envPath, prompt        string
+	env                         *envelope.Envelope // written into its checkout too
 	budget                      envelope.Budget
 	inputs                      []Finding // findings it reacts to (written for it)
 	extraEnv                    map[string]string
@@ -233,7 +234,7 @@ func (rv *reviewRun) runAgentRaw(ctx context.Context, t reviewAgentTask) (string
 	logPath := filepath.Join(t.dir, "agent.log")
 	var modified []string
 	out, err := attempt.Run(ctx, attempt.Spec{
-		Repo: rv.repo, Worktree: wt, Base: rv.head, Lock: rv.wt,
+		Repo: rv.repo, Worktree: wt, Base: rv.head, Lock: rv.wt, Envelope: t.env,
 		Profile: p, Prompt: t.prompt, Env: env, Home: wt + ".home", Log: logPath, Grace: rv.opt.AgentGrace,
 		Timeout: time.Duration(t.budget.WallClockS * float64(time.Second)),
 		Models:  rv.opt.Models, Ref: attempt.TaskRef{Run: rv.id, Task: t.name, TaskID: t.taskID, Attempt: 1, Role: t.role},

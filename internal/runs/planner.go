@@ -233,7 +233,7 @@ func (pl *planner) attempt(ctx context.Context, n int, schemaPath string, prev [
 	}
 	out, err := attempt.Run(ctx, spec)
 	if out.Ran {
-		addUsage(&pl.usage, out.Usage)
+		pl.usage.Add(out.Usage)
 		exit := out.Agent.Exit
 		if eerr := pl.st.Emit(Event{Kind: rundir.EvAttemptFinished, Role: attempt.RolePlanner, Attempt: n, Exit: &exit, Usage: &out.Usage}); eerr != nil {
 			return nil, eerr

@@ -119,7 +119,7 @@ func (r *runner) restore(evs []Event) (int, error) {
 			x.fence = max(x.fence, ev.Fence)
 		case rundir.EvAttemptFinished:
 			if ev.Usage != nil {
-				addUsage(&h(ev.Task).usage, *ev.Usage)
+				h(ev.Task).usage.Add(*ev.Usage)
 			}
 		}
 	}

@@ -509,7 +509,7 @@ func (r *runner) onAttempt(ctx context.Context, res *attemptResult) {
 		ev.Reason = res.err.Error()
 	}
 	r.must(r.st.Emit(ev))
-	addUsage(&t.usage, res.usage)
+	t.usage.Add(res.usage)
 	if over := t.budget.Charge(unitsOfUsage(res.usage)); over != (supervise.Units{}) {
 		t.notes = append(t.notes, fmt.Sprintf("attempt %d spent beyond the task's budget (over by %s)", a.n, unitsText(over)))
 	}

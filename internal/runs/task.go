@@ -192,14 +192,6 @@ func gateReasons(fs []gate.Failure) (*envelope.GateReason, []envelope.GateReason
 	return &first, all
 }
 
-func addUsage(a *envelope.Usage, b envelope.Usage) {
-	a.InputTokens += b.InputTokens
-	a.OutputTokens += b.OutputTokens
-	a.USD += b.USD
-	a.ToolCalls += b.ToolCalls
-	a.WallS += b.WallS
-}
-
 func changedPaths(cs []git.Change) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {

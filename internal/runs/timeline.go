@@ -62,7 +62,7 @@ func timeline(evs []Event) *runTimeline {
 			s := span(ev.Task)
 			s.running = false
 			if ev.Usage != nil {
-				addUsage(&s.usage, *ev.Usage)
+				s.usage.Add(*ev.Usage)
 			}
 		case rundir.EvTaskDone:
 			s := span(ev.Task)

@@ -185,6 +185,8 @@ type swarmTask struct {
 	Reason     string   `json:"reason,omitempty"`
 	Notes      []string `json:"notes,omitempty"`
 	Workers    []string `json:"workers,omitempty"` // who held each attempt
+	// Usage is what its attempts spent, summed as each outcome is recorded.
+	Usage envelope.Usage `json:"usage,omitzero"`
 }
 
 // readyNote is a ready announcement: what a host needs to score the task.

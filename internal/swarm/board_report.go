@@ -12,6 +12,7 @@ import (
 
 	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/board"
+	"github.com/apiary-dev/apiary/internal/envelope"
 )
 
 // Report is a swarm run as the board tells it.
@@ -45,6 +46,8 @@ type TaskReport struct {
 	Integrated string   `json:"integrated,omitempty"`
 	Reason     string   `json:"reason,omitempty"`
 	Notes      []string `json:"notes,omitempty"`
+	// Usage is what the task's attempts spent, as recorded so far.
+	Usage envelope.Usage `json:"usage"`
 }
 
 // Totals count a run's tasks by status.
@@ -56,6 +59,8 @@ type Totals struct {
 	Running   int `json:"running"`
 	Waiting   int `json:"waiting"` // ready or pending
 	Attempts  int `json:"attempts"`
+	// Usage sums the tasks'.
+	Usage envelope.Usage `json:"usage"`
 }
 
 // OK reports whether every task is done.
@@ -90,9 +95,10 @@ func LoadReport(ctx context.Context, st *board.Store, run string) (*Report, erro
 			return nil, err
 		}
 		tr := TaskReport{ID: p.Name, Status: string(t.Status), Attempts: t.Attempts, Worker: t.Worker, Workers: p.Workers,
-			Token: t.Token, Commit: p.Commit, Integrated: p.Integrated, Reason: p.Reason, Notes: p.Notes}
+			Token: t.Token, Commit: p.Commit, Integrated: p.Integrated, Reason: p.Reason, Notes: p.Notes, Usage: p.Usage}
 		byName[p.Name] = tr
 		rep.Totals.Attempts += t.Attempts
+		rep.Totals.Usage.Add(p.Usage)
 		switch t.Status {
 		case board.TaskDone:
 			rep.Totals.Done++
@@ -187,17 +193,20 @@ func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run %s (swarm): %s — %d/%d done, %d failed, %d cancelled, %d attempts\n", r.Run, r.Status,
 		r.Totals.Done, r.Totals.Tasks, r.Totals.Failed, r.Totals.Cancelled, r.Totals.Attempts)
-	fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPTS\tWORKER\tINTEGRATED\tCOMMIT\tREASON")
+	fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPTS\tWORKER\tINTEGRATED\tCOMMIT\tTOKENS\tUSD\tREASON")
 	for _, t := range r.Tasks {
 		commit := t.Commit
 		if len(commit) > 12 {
 			commit = commit[:12]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", t.ID, t.Status, t.Attempts, t.Worker, orDash(t.Integrated), orDash(commit), attempt.Clip(t.Reason, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d/%d\t%.4f\t%s\n", t.ID, t.Status, t.Attempts, t.Worker, orDash(t.Integrated), orDash(commit),
+			t.Usage.InputTokens, t.Usage.OutputTokens, t.Usage.USD, attempt.Clip(t.Reason, 60))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	u := r.Totals.Usage
+	fmt.Fprintf(w, "usage: %d input + %d output tokens, $%.4f\n", u.InputTokens, u.OutputTokens, u.USD)
 	if m := r.Merge; m != nil {
 		fmt.Fprintf(w, "merge role %s: %d integrated in %d batches, %d rejected by checks, %d conflicts, %d with duplicates (%d rejected), %d stale, %d cool-downs\n",
 			m.Leader, m.Integrated, m.Batches, m.Rejected, m.Conflicts, m.Duplicates, m.DupRejected, m.Stale, m.Cooldowns)

@@ -338,6 +338,7 @@ func (m *merger) settleIntegrated(ctx context.Context, a accepted, commit string
 	t, p := a.t, a.p
 	t.Status = board.TaskDone
 	p.Commit, p.Integrated = commit, a.kind
+	p.Usage.Add(a.c.Usage)
 	logged := loggedIntent{Task: a.c.Task, Files: a.c.Paths, Changes: a.c.Changes}
 	stats := m.stats
 	stats.Integrated++
@@ -356,6 +357,7 @@ func (m *merger) settleIntegrated(ctx context.Context, a accepted, commit string
 
 // reject puts c's task back (or fails it) and deletes the candidate.
 func (m *merger) reject(ctx context.Context, c *Candidate, t board.Task, p *swarmTask, reason string, gateFail bool) {
+	p.Usage.Add(c.Usage)
 	if _, err := requeue(ctx, m.env.st, m.env.run, t, p, reason, m.guards(c), board.DeleteOp(candKey(m.env.run.Run, c.Task))); err != nil {
 		m.env.log.Warn("rejecting a candidate", "task", c.Task, "err", err)
 		return
@@ -370,7 +372,7 @@ func (m *merger) writeReceipt(a accepted, commit string, status envelope.Status,
 	kind := a.kind
 	rc := &envelope.Receipt{TaskID: a.c.Task, RunID: m.env.run.Run, Name: a.c.Name, Attempt: a.c.Attempt, Status: status,
 		Reason: reason, Base: a.c.Base, Commit: commit, ChangedPaths: a.c.Paths, FencingToken: uint64(a.c.Token),
-		Integrated: &kind, Summary: envelope.TruncateSummary("integrated by the merge role " + m.env.host + " from worker " + a.c.Worker)}
+		Integrated: &kind, Usage: a.p.Usage, Summary: envelope.TruncateSummary("integrated by the merge role " + m.env.host + " from worker " + a.c.Worker)}
 	if a.p != nil && a.p.Envelope != nil && a.p.Envelope.TaskID != "" {
 		rc.TaskID = a.p.Envelope.TaskID
 	}

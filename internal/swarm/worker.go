@@ -63,6 +63,8 @@ type Outcome struct {
 	// while it has attempts left. Gate marks a gate rejection.
 	Failed string
 	Gate   bool
+	// Usage is what the attempt spent, whatever its outcome.
+	Usage envelope.Usage
 }
 
 // HostConfig configures RunHost.

@@ -17,21 +17,24 @@ import (
 // a commit on a branch of the shared remote, made under the claim whose
 // fencing token it carries.
 type Candidate struct {
-	Task     string    `json:"task"` // board id
-	Name     string    `json:"name"`
-	Worker   string    `json:"worker"`
-	Token    int64     `json:"token"`
-	Attempt  int       `json:"attempt"`
-	Base     string    `json:"base"`
-	Commit   string    `json:"commit"`
-	Branch   string    `json:"branch"` // full ref on the remote
-	Paths    []string  `json:"paths"`
-	Added    int       `json:"added"`
-	Removed  int       `json:"removed"`
-	Changes  []string  `json:"changes,omitempty"` // intent change kinds
-	Declared []string  `json:"declared,omitempty"`
-	Time     time.Time `json:"time"`
-	Revision int64     `json:"-"`
+	// Usage is what the attempt that made it spent; the merge role adds it
+	// to the task's when it settles the candidate.
+	Usage    envelope.Usage `json:"usage,omitzero"`
+	Task     string         `json:"task"` // board id
+	Name     string         `json:"name"`
+	Worker   string         `json:"worker"`
+	Token    int64          `json:"token"`
+	Attempt  int            `json:"attempt"`
+	Base     string         `json:"base"`
+	Commit   string         `json:"commit"`
+	Branch   string         `json:"branch"` // full ref on the remote
+	Paths    []string       `json:"paths"`
+	Added    int            `json:"added"`
+	Removed  int            `json:"removed"`
+	Changes  []string       `json:"changes,omitempty"` // intent change kinds
+	Declared []string       `json:"declared,omitempty"`
+	Time     time.Time      `json:"time"`
+	Revision int64          `json:"-"`
 }
 
 // Lines is the size of the change.
@@ -149,6 +152,9 @@ func (h *hostState) work(ctx context.Context, w *hostWorker, task string, score 
 	lost := errors.Is(context.Cause(wctx), errClaimLost)
 	cancel(nil)
 	<-kept
+	if out.Candidate == nil {
+		p.Usage.Add(out.Usage) // a candidate carries it to the merge role
+	}
 	switch {
 	case lost || ctx.Err() != nil:
 		// The claim is gone (or we are stopping): the gatekeeper puts the
@@ -169,7 +175,7 @@ func (h *hostState) work(ctx context.Context, w *hostWorker, task string, score 
 	case out.Candidate != nil:
 		c := out.Candidate
 		c.Task, c.Name, c.Worker, c.Token, c.Attempt, c.Declared = task, p.Name, w.spec.ID, cl.Token, t.Attempts, job.Declared
-		c.Time = h.env.clock.Now().UTC()
+		c.Time, c.Usage = h.env.clock.Now().UTC(), out.Usage
 		if job.Intent != nil {
 			for _, k := range job.Intent.Changes {
 				c.Changes = append(c.Changes, string(k))

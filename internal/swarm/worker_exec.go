@@ -190,15 +190,15 @@ func (x *GitExecutor) Execute(ctx context.Context, j *Job) (Outcome, error) {
 	})
 	switch {
 	case ctx.Err() != nil:
-		return Outcome{}, context.Cause(ctx)
+		return Outcome{Usage: out.Usage}, context.Cause(ctx)
 	case err != nil:
-		return Outcome{}, err
+		return Outcome{Usage: out.Usage}, err
 	case out.Failed(env.Budget.WallClockS) != "":
-		return Outcome{Failed: out.Failed(env.Budget.WallClockS)}, nil
+		return Outcome{Failed: out.Failed(env.Budget.WallClockS), Usage: out.Usage}, nil
 	case out.Candidate == "":
-		return Outcome{Done: true}, nil // nothing to integrate
+		return Outcome{Done: true, Usage: out.Usage}, nil // nothing to integrate
 	case len(out.Failures) > 0:
-		return Outcome{Failed: "rejected: " + out.Failures[0].Error(), Gate: true}, nil
+		return Outcome{Failed: "rejected: " + out.Failures[0].Error(), Gate: true, Usage: out.Usage}, nil
 	}
 	cand := out.Candidate
 	c := &Candidate{Base: base, Commit: cand, Branch: candidateRef(run.Run, j.Name, j.Claim.Token)}
@@ -217,9 +217,9 @@ func (x *GitExecutor) Execute(ctx context.Context, j *Job) (Outcome, error) {
 		}
 	}
 	if err := repo.Push(ctx, run.Remote, []string{cand + ":" + c.Branch}); err != nil {
-		return Outcome{}, fmt.Errorf("pushing the candidate: %w", err)
+		return Outcome{Usage: out.Usage}, fmt.Errorf("pushing the candidate: %w", err)
 	}
-	return Outcome{Candidate: c}, nil
+	return Outcome{Candidate: c, Usage: out.Usage}, nil
 }
 
 // serialized is a mutex as an attempt.Locker: it serializes the
