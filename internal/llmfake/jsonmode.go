@@ -12,8 +12,12 @@ import (
 // JSON value valid for the schema instead of filler text. Gemini CLI's model
 // router parses such an answer and retries with backoff when it cannot.
 
-// maxSchemaDepth bounds the nesting followed in a schema.
-const maxSchemaDepth = 32
+// maxSchemaDepth bounds the nesting followed in a schema, and
+// maxSchemaValues the values generated (nested minItems multiply).
+const (
+	maxSchemaDepth  = 32
+	maxSchemaValues = 4096
+)
 
 // schemaExample returns a small value valid for a JSON Schema (or the
 // OpenAPI subset Gemini accepts, whose type names are upper case). A
@@ -23,18 +27,20 @@ func schemaExample(raw json.RawMessage) []byte {
 	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
 		return []byte("{}")
 	}
-	b, err := json.Marshal(exampleOf(s, 0))
+	budget := maxSchemaValues
+	b, err := json.Marshal(exampleOf(s, 0, &budget))
 	if err != nil {
 		return []byte("{}")
 	}
 	return b
 }
 
-func exampleOf(v any, depth int) any {
+func exampleOf(v any, depth int, budget *int) any {
 	s, ok := v.(map[string]any)
-	if !ok || depth > maxSchemaDepth {
+	if !ok || depth > maxSchemaDepth || *budget <= 0 {
 		return nil
 	}
+	*budget--
 	if c, ok := s["const"]; ok {
 		return c
 	}
@@ -43,7 +49,7 @@ func exampleOf(v any, depth int) any {
 	}
 	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
 		if alts, ok := s[k].([]any); ok && len(alts) > 0 {
-			return exampleOf(alts[0], depth+1)
+			return exampleOf(alts[0], depth+1, budget)
 		}
 	}
 	switch schemaType(s) {
@@ -56,7 +62,7 @@ func exampleOf(v any, depth int) any {
 		}
 		sort.Strings(names)
 		for _, k := range names {
-			out[k] = exampleOf(props[k], depth+1)
+			out[k] = exampleOf(props[k], depth+1, budget)
 		}
 		return out
 	case "array":
@@ -66,7 +72,7 @@ func exampleOf(v any, depth int) any {
 		}
 		items := make([]any, n)
 		for i := range items {
-			items[i] = exampleOf(s["items"], depth+1)
+			items[i] = exampleOf(s["items"], depth+1, budget)
 		}
 		return items
 	case "integer":
