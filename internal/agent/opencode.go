@@ -81,6 +81,9 @@ func buildOpenCode(b *builder) error {
 	b.set("OPENCODE_CONFIG_CONTENT", string(data))
 	b.env["OPENCODE_DISABLE_MODELS_FETCH"] = "true"
 	b.env["OPENCODE_DISABLE_AUTOUPDATE"] = "true"
+	// It would fetch language servers from the network when a worker
+	// touches a Go or TypeScript file.
+	b.env["OPENCODE_DISABLE_LSP_DOWNLOAD"] = "true"
 	if s.APIKey != "" {
 		b.set(keyVar, s.APIKey)
 	}
