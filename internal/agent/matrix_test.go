@@ -232,8 +232,10 @@ func runCell(t *testing.T, c cliCase, bin, mode string, scripts *llmfake.Scripts
 		t.Errorf("%s reports %d in / %d out; llmfake served %d / %d in %d requests", c.kind, r.InputTokens, r.OutputTokens,
 			st.Total.TokensIn, st.Total.TokensOut, st.Total.Requests)
 	}
+	metered := "-"
 	if gw != nil {
 		u := gw.usage(t)
+		metered = fmt.Sprintf("%d/%d in %d requests", u.InputTokens, u.OutputTokens, u.Requests)
 		if u.InputTokens != r.InputTokens || u.OutputTokens != r.OutputTokens || u.Requests != st.Total.Requests {
 			t.Errorf("the gateway metered %d in / %d out in %d requests for the key; %s reports %d / %d, llmfake saw %d requests",
 				u.InputTokens, u.OutputTokens, u.Requests, c.kind, r.InputTokens, r.OutputTokens, st.Total.Requests)
@@ -244,6 +246,8 @@ func runCell(t *testing.T, c cliCase, bin, mode string, scripts *llmfake.Scripts
 			}
 		}
 	}
+	t.Logf("%s/%s: reported %d/%d tokens, served %d/%d in %d requests, metered %s", c.kind, mode,
+		r.InputTokens, r.OutputTokens, st.Total.TokensIn, st.Total.TokensOut, st.Total.Requests, metered)
 }
 
 func startFake(t *testing.T, scripts *llmfake.Scripts) (*llmfake.Server, string) {
