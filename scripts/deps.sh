@@ -33,15 +33,41 @@ if ((${#missing[@]})); then
 	pkill -x etcd >/dev/null 2>&1 || true
 fi
 
-# Node packages pinned by test/package-lock.json. Reinstall only when the lock
-# changed since the last install.
+# Node packages pinned by test/package-lock.json: the agent CLIs the tests
+# drive (Claude Code, Codex, Gemini CLI, opencode) and the MCP Inspector.
+# Reinstall only when the lock changed since the last install or a CLI is
+# missing or not at its pinned version (a half-finished install, a hand-made
+# change). Codex and opencode ship their native binaries as per-platform
+# optional packages; npm installs the one for this machine.
+node_bins=(claude codex gemini opencode mcp-inspector)
 stamp=test/node_modules/.apiary-lock.sha256
 want=$(sha256sum test/package-lock.json | cut -d' ' -f1)
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || [ ! -x test/node_modules/.bin/claude ]; then
+node_ok() {
+	[ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] || return 1
+	local b
+	for b in "${node_bins[@]}"; do
+		[ -x "test/node_modules/.bin/$b" ] || return 1
+	done
+	# Each pinned CLI reports the version the lock names.
+	node -e '
+		const lock = require("./test/package-lock.json").packages;
+		const pins = {"@openai/codex": 1, "@google/gemini-cli": 1, "opencode-ai": 1, "@anthropic-ai/claude-code": 1};
+		for (const name of Object.keys(pins)) {
+			const want = lock["node_modules/" + name] && lock["node_modules/" + name].version;
+			let got;
+			try { got = require("./test/node_modules/" + name + "/package.json").version; } catch (e) {}
+			if (!want || got !== want) { console.error("deps: " + name + " is " + got + ", the lock pins " + want); process.exit(1); }
+		}' || return 1
+}
+if ! node_ok; then
 	say "installing Node packages from test/package-lock.json"
+	rm -f "$stamp"
 	# npm ci rejects this lock (an optional Windows-only dependency of vite has no
 	# lock entry); npm install --no-save installs exactly the locked versions.
 	(cd test && npm install --no-save --no-audit --no-fund --loglevel=error >/dev/null)
+	for b in "${node_bins[@]}"; do
+		[ -x "test/node_modules/.bin/$b" ] || { say "npm install left no test/node_modules/.bin/$b"; exit 1; }
+	done
 	echo "$want" >"$stamp"
 fi
 

@@ -1,16 +1,22 @@
 package llmfake
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 )
 
 // WorkingDirPattern finds the working directory that agent CLIs state in
-// their prompt (Claude Code: " - Primary working directory: /path" in its
-// environment block); the first match in the system prompt or the messages
-// replaces {{cwd}} in scripts.
-const WorkingDirPattern = `(?m)^[ \t]*-?[ \t]*(?:Primary )?[Ww]orking directory:[ \t]*(\S[^\r\n]*?)[ \t]*$`
+// their prompt, in each client's own way: Claude Code and opencode write
+// "Working directory: /path" (Claude Code: " - Primary working directory:
+// /path"), Codex an <environment_context> holding <cwd>/path</cwd>, and
+// Gemini CLI a "Workspace Directories:" list whose first item is the
+// directory. The first match in the system prompt or the messages replaces
+// {{cwd}} in scripts; the path is the first non-empty submatch.
+const WorkingDirPattern = `(?m)^[ \t]*-?[ \t]*(?:Primary )?[Ww]orking directory:[ \t]*(\S[^\r\n]*?)[ \t]*$` +
+	`|<cwd>[ \t]*([^<\r\n]*?\S)[ \t]*</cwd>` +
+	`|Workspace Directories:\**[ \t]*\r?\n[ \t]*-[ \t]*(\S[^\r\n]*?)[ \t]*$`
 
 var (
 	workingDirRe = regexp.MustCompile(WorkingDirPattern)
@@ -32,9 +38,14 @@ type convo struct {
 	maxTokens    int // 0: the request set none
 	includeUsage bool
 	hasTools     bool
+	jsonMode     bool // the reply must be JSON (valid for jsonSchema, if any)
+	jsonSchema   json.RawMessage
+	flatTools    map[string]bool // Responses API: declared tools outside a namespace
+	nsTools      [][2]string     // Responses API: (namespace, tool) declared
 
 	system    string
 	firstUser string
+	users     []string // the text of every user message, in order
 	texts     []string // system and message text, for the working directory
 	chars     int      // bytes the input tokens are estimated from
 
@@ -47,7 +58,8 @@ type convo struct {
 	embed *embedSpec // embeddings requests only
 
 	inAssistant bool
-	userSeen    int // 0 none, 1 inside the first user message, 2 after it
+	inUser      bool // the current message is the user's
+	userSeen    int  // 0 none, 1 inside the first user message, 2 after it
 }
 
 func newConvo() *convo {
@@ -74,6 +86,10 @@ func (c *convo) message(role string) {
 		c.results = append(c.results, toolResult{})
 	}
 	c.inAssistant = assistant
+	c.inUser = role == "user"
+	if c.inUser {
+		c.users = append(c.users, "")
+	}
 	switch {
 	case role == "user" && c.userSeen == 0:
 		c.userSeen = 1
@@ -86,6 +102,13 @@ func (c *convo) message(role string) {
 func (c *convo) text(s string) {
 	c.chars += len(s)
 	c.texts = append(c.texts, s)
+	if c.inUser {
+		u := &c.users[len(c.users)-1]
+		if *u != "" {
+			*u += "\n"
+		}
+		*u += s
+	}
 	if c.userSeen == 1 {
 		if c.firstUser != "" {
 			c.firstUser += "\n"
@@ -108,11 +131,15 @@ func (c *convo) inputTokens() int { return max(tokensOf(c.chars), 1) }
 // workingDir is the first working directory stated in the prompt, or ".".
 func (c *convo) workingDir() string {
 	for _, t := range c.texts {
-		if !strings.Contains(t, "orking directory:") {
+		if !strings.Contains(t, "orking directory:") && !strings.Contains(t, "<cwd>") && !strings.Contains(t, "Workspace Directories:") {
 			continue
 		}
 		if m := workingDirRe.FindStringSubmatch(t); m != nil {
-			return m[1]
+			for _, g := range m[1:] {
+				if g != "" {
+					return g
+				}
+			}
 		}
 	}
 	return "."

@@ -46,6 +46,14 @@
 // minutes runs in seconds. Reset headers and retry-after report the scaled,
 // real times; when the scale is not 1, 429s also carry retry-after-ms.
 //
+// Agent CLIs' transports and shapes: the Responses API is also served over
+// a WebSocket (GET /v1/responses with Upgrade, as Codex opens it; see
+// websocket.go); tools may come in an additional_tools input item and in
+// namespaces; a scripted call with a string input is a freeform
+// custom_tool_call; and a Gemini request in JSON mode (responseMimeType
+// application/json, with a schema) that no script answers gets JSON valid
+// for the schema (jsonmode.go).
+//
 // Control endpoints, on every format: GET /_health, GET /_stats (Stats as
 // JSON), POST /_reset, GET /_config, POST /_config (a JSON merge patch of
 // Config, applied live). Serve runs a Server on a listener; Load is a

@@ -18,8 +18,14 @@ type gemRequest struct {
 }
 
 type gemGenConfig struct {
-	MaxOutputTokens *int `json:"maxOutputTokens"`
-	MaxOutputSnake  *int `json:"max_output_tokens"`
+	MaxOutputTokens *int            `json:"maxOutputTokens"`
+	MaxOutputSnake  *int            `json:"max_output_tokens"`
+	MimeType        string          `json:"responseMimeType"`
+	MimeTypeSnake   string          `json:"response_mime_type"`
+	JSONSchema      json.RawMessage `json:"responseJsonSchema"`
+	JSONSchemaSnake json.RawMessage `json:"response_json_schema"`
+	Schema          json.RawMessage `json:"responseSchema"`
+	SchemaSnake     json.RawMessage `json:"response_schema"`
 }
 
 type gemContent struct {
@@ -66,6 +72,16 @@ func parseGemini(body []byte, model string, stream bool) (*convo, error) {
 		for _, m := range []*int{gc.MaxOutputTokens, gc.MaxOutputSnake} {
 			if m != nil {
 				c.maxTokens = *m
+			}
+		}
+		if gc.MimeType == "application/json" || gc.MimeTypeSnake == "application/json" {
+			c.jsonMode = true
+			for _, sc := range []json.RawMessage{gc.JSONSchema, gc.JSONSchemaSnake, gc.Schema, gc.SchemaSnake} {
+				if len(sc) > 0 && string(sc) != "null" {
+					c.jsonSchema = sc
+					c.raw(len(sc))
+					break
+				}
 			}
 		}
 	}

@@ -234,6 +234,11 @@ func (x *exchange) compose(z float64) *reply {
 		}
 		return rep
 	}
+	if c.jsonMode {
+		rep.text = string(schemaExample(c.jsonSchema))
+		rep.out = tokensOf(len(rep.text))
+		return rep
+	}
 	n, capped := outputTokens(&x.cfg.Output, z, c.maxTokens)
 	rep.text, rep.out = x.s.words.text(n), n
 	if capped {

@@ -29,9 +29,12 @@ type reply struct {
 }
 
 type toolCall struct {
-	id   string
-	name string
-	args []byte // JSON object
+	id        string
+	name      string
+	namespace string // Responses API: the namespace the function belongs to
+	args      []byte // JSON object; for a custom call, {"input": …}
+	custom    bool   // a freeform tool call; input holds its text
+	input     string
 }
 
 // idGen makes unique, seed-reproducible ids like the providers' own.

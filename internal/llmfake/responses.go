@@ -7,21 +7,32 @@ import (
 // OpenAI Responses API (POST /v1/responses).
 
 type respRequest struct {
-	Model           *string           `json:"model"`
-	Input           json.RawMessage   `json:"input"`
-	Instructions    *string           `json:"instructions"`
-	Tools           []json.RawMessage `json:"tools"`
-	Stream          bool              `json:"stream"`
-	MaxOutputTokens *int              `json:"max_output_tokens"`
+	Model              *string           `json:"model"`
+	Input              json.RawMessage   `json:"input"`
+	Instructions       *string           `json:"instructions"`
+	Tools              []json.RawMessage `json:"tools"`
+	Stream             bool              `json:"stream"`
+	MaxOutputTokens    *int              `json:"max_output_tokens"`
+	PreviousResponseID string            `json:"previous_response_id"`
 }
 
 type respItem struct {
-	Type      string          `json:"type"`
-	Role      string          `json:"role"`
-	Content   json.RawMessage `json:"content"`
-	Name      string          `json:"name"`
-	Arguments string          `json:"arguments"`
-	Output    json.RawMessage `json:"output"`
+	Type      string            `json:"type"`
+	Role      string            `json:"role"`
+	Content   json.RawMessage   `json:"content"`
+	Name      string            `json:"name"`
+	Arguments string            `json:"arguments"`
+	Input     string            `json:"input"`
+	Output    json.RawMessage   `json:"output"`
+	Tools     []json.RawMessage `json:"tools"` // additional_tools
+}
+
+// respTool is a tool definition: a function, a custom (freeform) tool, or
+// a namespace grouping more of them.
+type respTool struct {
+	Type  string     `json:"type"`
+	Name  string     `json:"name"`
+	Tools []respTool `json:"tools"`
 }
 
 func parseResponses(body []byte, deployment string) (*convo, error) {
@@ -41,10 +52,8 @@ func parseResponses(body []byte, deployment string) (*convo, error) {
 	if len(req.Input) == 0 || string(req.Input) == "null" {
 		return nil, badRequest("Missing required parameter: 'input'.")
 	}
-	c.stream, c.hasTools = req.Stream, len(req.Tools) > 0
-	for _, t := range req.Tools {
-		c.raw(len(t))
-	}
+	c.stream = req.Stream
+	c.declareTools(req.Tools)
 	if req.MaxOutputTokens != nil {
 		c.maxTokens = *req.MaxOutputTokens
 	}
@@ -69,13 +78,20 @@ func parseResponses(body []byte, deployment string) (*convo, error) {
 		case "function_call":
 			c.message("assistant")
 			c.raw(len(it.Name) + len(it.Arguments))
-		case "function_call_output":
+		case "custom_tool_call":
+			c.message("assistant")
+			c.raw(len(it.Name) + len(it.Input))
+		case "function_call_output", "custom_tool_call_output":
 			c.message("tool")
 			out, _ := chatText(it.Output)
 			c.toolResult(out, false)
 		case "reasoning":
 			c.message("assistant")
 			c.raw(len(it.Content))
+		case "additional_tools":
+			// Codex sends the tools of its "code mode" as an input item
+			// instead of the top-level tools.
+			c.declareTools(it.Tools)
 		case "", "message":
 			text, err := chatText(it.Content)
 			if err != nil {
@@ -91,11 +107,68 @@ func parseResponses(body []byte, deployment string) (*convo, error) {
 				c.text(text)
 			}
 		default:
-			c.message("user")
-			c.raw(len(it.Content) + len(it.Output))
+			// Other items (configuration_update, web_search_call, …) cost
+			// input tokens but are nobody's message.
+			c.raw(len(it.Content) + len(it.Output) + len(it.Input))
 		}
 	}
 	return c, nil
+}
+
+// declareTools records tool definitions: they cost input tokens, make the
+// request one that carries tools, and name the functions a script may call
+// (with their namespace).
+func (c *convo) declareTools(tools []json.RawMessage) {
+	for _, raw := range tools {
+		c.raw(len(raw))
+		c.hasTools = true
+		var t respTool
+		if json.Unmarshal(raw, &t) != nil {
+			continue
+		}
+		c.addTool("", t)
+	}
+}
+
+func (c *convo) addTool(ns string, t respTool) {
+	if t.Type == "namespace" {
+		for _, child := range t.Tools {
+			c.addTool(t.Name, child)
+		}
+		return
+	}
+	if t.Name == "" {
+		return
+	}
+	if ns == "" {
+		if c.flatTools == nil {
+			c.flatTools = map[string]bool{}
+		}
+		c.flatTools[t.Name] = true
+		return
+	}
+	c.nsTools = append(c.nsTools, [2]string{ns, t.Name})
+}
+
+// namespaceOf resolves a scripted function name against the namespaces the
+// request declared: a flat tool of that name wins; then a namespace N with
+// a tool T such that name is N__T (Claude Code's spelling of an MCP tool)
+// or T itself. It returns "" and name when nothing applies.
+func (c *convo) namespaceOf(name string) (ns, fn string) {
+	if c.flatTools[name] || len(c.nsTools) == 0 {
+		return "", name
+	}
+	for _, nt := range c.nsTools {
+		if nt[0]+"__"+nt[1] == name {
+			return nt[0], nt[1]
+		}
+	}
+	for _, nt := range c.nsTools {
+		if nt[1] == name {
+			return nt[0], nt[1]
+		}
+	}
+	return "", name
 }
 
 // responseObject renders the response in the given status with the output
@@ -157,9 +230,20 @@ func (x *exchange) writeResponses(p *plan) {
 		output = append(output, done)
 	}
 	for i, tc := range rep.calls {
-		id := x.s.ids.nextN("fc_", 48)
-		done := map[string]any{"id": id, "type": "function_call", "status": "completed", "call_id": tc.id,
-			"name": tc.name, "arguments": string(tc.args)}
+		var done map[string]any
+		var id string
+		if tc.custom {
+			id = x.s.ids.nextN("ctc_", 48)
+			done = map[string]any{"id": id, "type": "custom_tool_call", "status": "completed", "call_id": tc.id,
+				"name": tc.name, "input": tc.input}
+		} else {
+			id = x.s.ids.nextN("fc_", 48)
+			done = map[string]any{"id": id, "type": "function_call", "status": "completed", "call_id": tc.id,
+				"name": tc.name, "arguments": string(tc.args)}
+		}
+		if tc.namespace != "" {
+			done["namespace"] = tc.namespace
+		}
 		items = append(items, item{done, id, i})
 		output = append(output, done)
 	}
@@ -189,10 +273,22 @@ func (x *exchange) writeResponses(p *plan) {
 				"text": rep.text, "logprobs": []any{}})
 			add("response.content_part.done", map[string]any{"item_id": it.msgID, "output_index": oi, "content_index": 0,
 				"part": map[string]any{"type": "output_text", "text": rep.text, "annotations": []any{}, "logprobs": []any{}}})
+		} else if tc := rep.calls[it.callIdx]; tc.custom {
+			added := map[string]any{"id": it.msgID, "type": "custom_tool_call", "status": "in_progress", "call_id": tc.id, "name": tc.name, "input": ""}
+			if tc.namespace != "" {
+				added["namespace"] = tc.namespace
+			}
+			add("response.output_item.added", map[string]any{"output_index": oi, "item": added})
+			for _, piece := range chunks(tc.input, max((len(tc.input)+3)/4, 1)) {
+				add("response.custom_tool_call_input.delta", map[string]any{"item_id": it.msgID, "output_index": oi, "delta": piece})
+			}
+			add("response.custom_tool_call_input.done", map[string]any{"item_id": it.msgID, "output_index": oi, "input": tc.input})
 		} else {
-			tc := rep.calls[it.callIdx]
-			add("response.output_item.added", map[string]any{"output_index": oi, "item": map[string]any{
-				"id": it.msgID, "type": "function_call", "status": "in_progress", "call_id": tc.id, "name": tc.name, "arguments": ""}})
+			added := map[string]any{"id": it.msgID, "type": "function_call", "status": "in_progress", "call_id": tc.id, "name": tc.name, "arguments": ""}
+			if tc.namespace != "" {
+				added["namespace"] = tc.namespace
+			}
+			add("response.output_item.added", map[string]any{"output_index": oi, "item": added})
 			for _, piece := range jsonPieces(tc.args) {
 				add("response.function_call_arguments.delta", map[string]any{"item_id": it.msgID, "output_index": oi, "delta": piece})
 			}

@@ -43,9 +43,10 @@ func (e *ScriptError) Unwrap() error { return ErrScript }
 
 // Session keys: how requests are grouped into sessions.
 const (
-	// SessionByHeader keys a session by X-Claude-Code-Session-Id (and the
-	// conversation's first user message, so that a subagent sharing the
-	// header has a session of its own), falling back to the API key.
+	// SessionByHeader keys a session by the client's session header —
+	// X-Claude-Code-Session-Id (Claude Code) or Session-Id (Codex) — and
+	// the conversation's first user message, so that a subagent sharing
+	// the header has a session of its own, falling back to the API key.
 	SessionByHeader = "session"
 	// SessionByKey keys a session by the API key.
 	SessionByKey = "key"
@@ -71,7 +72,7 @@ const (
 // A file holds one script (its keys at the top level) or several under
 // scripts:. Every field is optional except turns:
 //
-//	session_key: session   # session (X-Claude-Code-Session-Id, else the API key) | key | round-robin
+//	session_key: session   # session (X-Claude-Code-Session-Id or Session-Id, else the API key) | key | round-robin
 //	progress: history      # history (turn = assistant turns in the request) | counter (one turn per request)
 //	scripts:
 //	  - name: writer
@@ -80,7 +81,7 @@ const (
 //	      headers: {X-Apiary-Agent: "^w[0-9]+$"}   # value regexps
 //	      model: "^claude"                         # regexp
 //	      system: "substring"                      # or system_regex:
-//	      user: "substring"                        # first user message; or user_regex:
+//	      user: "substring"                        # any user message; or user_regex:
 //	      any_request: false         # default: only requests that carry tools follow the script
 //	    turns:
 //	      - id: write                # optional, for goto
@@ -88,6 +89,11 @@ const (
 //	        tool_calls:
 //	          - name: Write          # any tool name, e.g. Bash, Edit, mcp__server__tool
 //	            input: {file_path: "{{cwd}}/a.txt", content: "hi\n"}
+//	          - name: exec           # a string input is a freeform (custom) tool call
+//	            input: "tools.exec_command({cmd: 'ls'})"
+//	          - name: rw_safe_write  # a function of a namespace (Responses API)
+//	            namespace: mcp__apiary
+//	            input: {path: a.txt, content: "hi"}
 //	      - text: "Done?"            # the answer when no branch matches
 //	        branches:                # tried in order on the request's last tool_result
 //	          - when: {is_error: true, contains: "denied", regex: "..."}
@@ -96,7 +102,13 @@ const (
 //	    final: "All done."           # after the last turn, with stop_reason end_turn
 //
 // {{cwd}} in text and tool inputs becomes the working directory the agent
-// states in its prompt (see WorkingDirPattern). A session is bound to the
+// states in its prompt (see WorkingDirPattern). A string input makes a
+// freeform tool call: a custom_tool_call on the Responses API, and
+// {"input": "..."} as the arguments elsewhere. On the Responses API a name
+// the request declares only inside a namespace (Codex groups an MCP
+// server's tools as {"type":"namespace","name":"mcp__S","tools":[…]}) is
+// answered as a call of that namespace: mcp__S__T, as Claude Code names the
+// tool, becomes namespace mcp__S, name T, so one script serves both. A session is bound to the
 // first script that matches its first conversational request; when several
 // match, new sessions take them in turn. With progress: history a retried
 // request gets the same turn again.
@@ -159,9 +171,11 @@ type response struct {
 }
 
 type callSpec struct {
-	name  string
-	id    string
-	input any // decoded YAML: map[string]any, []any, string, numbers, bool, nil
+	name      string
+	id        string
+	namespace string
+	input     any  // decoded YAML: map[string]any, []any, string, numbers, bool, nil
+	custom    bool // input is a string: a freeform tool call
 }
 
 // LoadScripts reads and parses a script file; errors name it as path.
@@ -454,8 +468,10 @@ func (p *yparser) respField(r *response, key string, v *yaml.Node, fp string) {
 
 func (p *yparser) call(n *yaml.Node, path string) callSpec {
 	c := callSpec{input: map[string]any{}}
-	seen := p.fields(n, path, []string{"name", "id", "input"}, func(key string, v *yaml.Node, fp string) {
+	seen := p.fields(n, path, []string{"name", "id", "namespace", "input"}, func(key string, v *yaml.Node, fp string) {
 		switch key {
+		case "namespace":
+			c.namespace = p.str(v, fp)
 		case "name":
 			c.name = p.str(v, fp)
 			if c.name == "" {
@@ -464,8 +480,12 @@ func (p *yparser) call(n *yaml.Node, path string) callSpec {
 		case "id":
 			c.id = p.str(v, fp)
 		case "input":
+			if v.Kind == yaml.ScalarNode && v.Tag == "!!str" {
+				c.input, c.custom = v.Value, true
+				return
+			}
 			if v.Kind != yaml.MappingNode {
-				p.errf(v, fp, "must be a mapping (the tool's arguments)")
+				p.errf(v, fp, "must be a mapping (the tool's arguments) or a string (a freeform tool's input)")
 				return
 			}
 			var in map[string]any

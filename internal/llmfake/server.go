@@ -156,6 +156,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.d = formatDialect(cfg.Format)
 		x.newRequestID()
 		x.reject(&failure{status: http.StatusNotFound, msg: notFoundMessage(x.d, r)})
+	case rt.ep == epResponses && isWebSocket(r) && cfg.RequireKey && x.key == "":
+		x.reject(&failure{status: http.StatusUnauthorized, msg: authMessage(rt.d)})
+	case rt.ep == epResponses && isWebSocket(r):
+		s.serveResponsesWS(w, r, rt.model)
 	case rt.ep.isPost() && r.Method != http.MethodPost:
 		x.reject(&failure{status: http.StatusMethodNotAllowed, msg: "Method Not Allowed: " + r.Method + " " + r.URL.Path})
 	case !rt.ep.isPost() && r.Method != http.MethodGet:

@@ -149,10 +149,17 @@ func (m *match) ok(c *convo, key string, h http.Header) bool {
 	if m.systemRe != nil && !m.systemRe.MatchString(c.system) {
 		return false
 	}
-	if m.user != "" && !strings.Contains(c.firstUser, m.user) {
-		return false
+	if m.user == "" && m.userRe == nil {
+		return true
 	}
-	return m.userRe == nil || m.userRe.MatchString(c.firstUser)
+	// Any user message may carry the prompt: Codex sends its
+	// <environment_context> as a user message of its own before it.
+	for _, u := range c.users {
+		if (m.user == "" || strings.Contains(u, m.user)) && (m.userRe == nil || m.userRe.MatchString(u)) {
+			return true
+		}
+	}
+	return false
 }
 
 // wants reports whether the request belongs to a scripted conversation:
@@ -170,8 +177,10 @@ func sessionID(mode string, c *convo, key string, h http.Header) string {
 	case SessionRoundRobin:
 		return "c:" + fingerprint(c.system, c.firstUser)
 	default:
-		if id := h.Get("X-Claude-Code-Session-Id"); id != "" {
-			return "s:" + id + ":" + fingerprint(c.firstUser)
+		for _, name := range []string{"X-Claude-Code-Session-Id", "Session-Id"} {
+			if id := h.Get(name); id != "" {
+				return "s:" + id + ":" + fingerprint(c.firstUser)
+			}
 		}
 		return "k:" + key
 	}
@@ -209,14 +218,24 @@ func (r *response) materialize(c *convo, ids *idGen, prefix string) (string, []t
 	text := strings.ReplaceAll(r.text, "{{cwd}}", cwd)
 	calls := make([]toolCall, len(r.calls))
 	for i, cs := range r.calls {
-		args, err := json.Marshal(substitute(cs.input, cwd))
+		tc := toolCall{id: cs.id, name: cs.name, namespace: cs.namespace, custom: cs.custom}
+		in := substitute(cs.input, cwd)
+		if cs.custom {
+			tc.input, _ = in.(string)
+			in = map[string]any{"input": tc.input}
+		}
+		args, err := json.Marshal(in)
 		if err != nil {
 			args = []byte("{}")
 		}
-		calls[i] = toolCall{id: cs.id, name: cs.name, args: args}
-		if calls[i].id == "" {
-			calls[i].id = ids.next(prefix)
+		tc.args = args
+		if tc.namespace == "" && !cs.custom {
+			tc.namespace, tc.name = c.namespaceOf(tc.name)
 		}
+		if tc.id == "" {
+			tc.id = ids.next(prefix)
+		}
+		calls[i] = tc
 	}
 	return text, calls
 }
