@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/apiary-dev/apiary/internal/agent"
 	"github.com/apiary-dev/apiary/internal/envelope"
 )
 
@@ -91,28 +92,22 @@ func EndAccess(ctx context.Context, m ModelAccess, keyID string) func() {
 }
 
 // WriteSurface gives an agent apiary's MCP write surface rooted at its
-// worktree and confined to its write scope. It returns the MCP config file
-// to pass to the agent and the tool patterns to pre-approve. Safe for
-// concurrent use.
+// worktree and confined to its write scope: it returns the MCP server to
+// start, which each agent CLI is given in its own configuration format. g
+// carries the attempt's capability (the durable server verifies it on
+// every tool call) and the run's control socket; its zero value gives
+// none. Safe for concurrent use.
 type WriteSurface interface {
-	MCPConfig(worktree string, writeScope []string) (configPath string, allowedTools []string, err error)
+	MCPServer(worktree string, writeScope []string, g Grant) (agent.MCPServer, error)
 }
 
-// Grant is what a CapabilitySurface hands an agent's MCP server besides
-// the worktree and write scope.
+// Grant is what an agent's MCP server is handed besides the worktree and
+// write scope.
 type Grant struct {
 	Capability  string   // the attempt's token: checked on every tool call
 	Revocations string   // the run's revocation file
 	Control     string   // the run's control socket (apiary.spawn)
 	EscrowTools []string // tools that need a human's approval
-}
-
-// CapabilitySurface is a WriteSurface that also gives the MCP server the
-// attempt's capability (the durable server verifies it on every tool call)
-// and the run's control socket (for apiary.spawn). Run prefers it when the
-// Spec has a Grant.
-type CapabilitySurface interface {
-	MCPConfigWith(worktree string, writeScope []string, g Grant) (configPath string, allowedTools []string, err error)
 }
 
 // How a candidate was integrated: the values of a receipt's integrated

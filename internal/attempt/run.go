@@ -65,8 +65,8 @@ type Spec struct {
 	// ends or its agent exits.
 	Models ModelAccess
 	Ref    TaskRef
-	// Writes gives a Claude Code agent the MCP write surface at its
-	// worktree and write scope; with a Grant and a CapabilitySurface, the
+	// Writes gives the agent the MCP write surface at its worktree and
+	// write scope, when its CLI takes MCP servers; with a Grant, the
 	// server also checks the attempt's capability.
 	Writes WriteSurface
 	Grant  *Grant
@@ -231,11 +231,16 @@ func Run(ctx context.Context, s Spec) (res Result, err error) {
 		revoke = EndAccess(ctx, s.Models, acc.KeyID)
 	}
 	defer revoke()
-	if s.Writes != nil && s.Profile.Kind == agent.KindClaude && s.Envelope != nil {
-		spec.MCPConfig, spec.AllowedTools, err = mcpConfig(&s)
+	if facts, _ := agent.FactsOf(s.Profile.Kind); s.Writes != nil && facts.MCP && s.Envelope != nil {
+		var g Grant
+		if s.Grant != nil {
+			g = *s.Grant
+		}
+		srv, err := s.Writes.MCPServer(s.Worktree, s.Envelope.Authority.WriteScope, g)
 		if err != nil {
 			return res, fmt.Errorf("write surface: %w", err)
 		}
+		spec.MCPServers = []agent.MCPServer{srv}
 	}
 
 	timeout := s.Timeout
@@ -367,16 +372,6 @@ func cleanup(ctx context.Context, s *Spec, log *slog.Logger) {
 	if s.Hooks.Removed != nil {
 		s.Hooks.Removed(s.Worktree)
 	}
-}
-
-// mcpConfig gives the agent the MCP write surface, with its capability
-// when the surface can check it.
-func mcpConfig(s *Spec) (string, []string, error) {
-	scope := s.Envelope.Authority.WriteScope
-	if cs, ok := s.Writes.(CapabilitySurface); ok && s.Grant != nil {
-		return cs.MCPConfigWith(s.Worktree, scope, *s.Grant)
-	}
-	return s.Writes.MCPConfig(s.Worktree, scope)
 }
 
 // usageOf takes usage from the model service when it knows, else from the

@@ -59,7 +59,13 @@ exit status is 1; a valid plan prints a one-line summary.`,
 						return reportPlanErrors(e, err)
 					}
 				}
-				fmt.Fprintf(e.stdout, "%s: ok: %d tasks, %d agent profiles", p.File, len(p.Tasks), len(p.Agents))
+				defined := 0
+				for _, a := range p.Agents {
+					if !a.Builtin {
+						defined++
+					}
+				}
+				fmt.Fprintf(e.stdout, "%s: ok: %d tasks, %d agent profile%s", p.File, len(p.Tasks), defined, map[bool]string{true: "", false: "s"}[defined == 1])
 				if branch != "" {
 					fmt.Fprintf(e.stdout, ", integrating into %s", branch)
 				}

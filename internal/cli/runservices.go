@@ -45,25 +45,20 @@ func (d directAccess) Usage(context.Context, string) (attempt.Usage, error) {
 	return attempt.Usage{}, nil
 }
 
-// mcpSurface is attempt.WriteSurface: an MCP config that starts this binary
-// as `apiary mcp` over stdio, rooted at the worktree and confined to the
-// task's write scope.
+// mcpSurface is attempt.WriteSurface: it starts this binary as `apiary
+// mcp` over stdio, rooted at the worktree and confined to the task's write
+// scope.
 type mcpSurface struct {
 	exe string // path of this binary, named apiary
 }
 
 var _ attempt.WriteSurface = mcpSurface{}
 
-func (m mcpSurface) MCPConfig(worktree string, scope []string) (string, []string, error) {
-	return m.MCPConfigWith(worktree, scope, attempt.Grant{})
-}
-
-var _ attempt.CapabilitySurface = mcpSurface{}
-
-// MCPConfigWith is MCPConfig with the attempt's capability (passed in the
-// server's environment, not its command line), the run's revocations and
-// control socket, and the escrowed tools.
-func (m mcpSurface) MCPConfigWith(worktree string, scope []string, g attempt.Grant) (string, []string, error) {
+// MCPServer is `apiary mcp` rooted at the worktree and confined to the
+// write scope, with the attempt's capability (in the server's environment,
+// never on its command line), the run's revocations and control socket,
+// and the escrowed tools.
+func (m mcpSurface) MCPServer(worktree string, scope []string, g attempt.Grant) (agent.MCPServer, error) {
 	args := []string{"mcp", "--root", worktree}
 	for _, s := range scope {
 		if s == "." {
@@ -72,34 +67,21 @@ func (m mcpSurface) MCPConfigWith(worktree string, scope []string, g attempt.Gra
 		}
 		args = append(args, "--write-scope", s)
 	}
-	server := map[string]any{"type": "stdio", "command": m.exe}
+	srv := agent.MCPServer{Name: "apiary", Command: m.exe}
 	if g.Capability != "" {
-		env := map[string]string{"APIARY_CAPABILITY": g.Capability}
+		srv.Env = map[string]string{"APIARY_CAPABILITY": g.Capability}
 		if g.Revocations != "" {
-			env["APIARY_REVOCATIONS"] = g.Revocations
+			srv.Env["APIARY_REVOCATIONS"] = g.Revocations
 		}
 		if g.Control != "" {
-			env["APIARY_CONTROL"] = g.Control
+			srv.Env["APIARY_CONTROL"] = g.Control
 		}
-		server["env"] = env
 		for _, t := range g.EscrowTools {
 			args = append(args, "--escrow-tool", t)
 		}
 	}
-	server["args"] = args
-	cfg := map[string]any{"mcpServers": map[string]any{"apiary": server}}
-	b, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return "", nil, err
-	}
-	path := rundir.State(worktree, "mcp.json")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return "", nil, err
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		return "", nil, err
-	}
-	return path, []string{"mcp__apiary"}, nil
+	srv.Args = args
+	return srv, nil
 }
 
 // newMCPSurface links this executable as .apiary/bin/apiary in the

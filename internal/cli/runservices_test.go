@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"slices"
 	"testing"
@@ -33,24 +32,18 @@ func TestMCPSurface(t *testing.T) {
 		{[]string{"."}, []string{"mcp", "--root", "WT"}},
 	} {
 		wt := t.TempDir()
-		path, tools, err := ws.MCPConfig(wt, tc.scope)
+		srv, err := ws.MCPServer(wt, tc.scope, attempt.Grant{Capability: "tok", Control: "/ctl", EscrowTools: []string{"rw.delete"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var cfg struct {
-			MCPServers map[string]struct {
-				Command string   `json:"command"`
-				Args    []string `json:"args"`
-			} `json:"mcpServers"`
-		}
-		b, _ := os.ReadFile(path)
-		if err := json.Unmarshal(b, &cfg); err != nil {
-			t.Fatal(err)
-		}
-		want := slices.Clone(tc.args)
+		want := append(slices.Clone(tc.args), "--escrow-tool", "rw.delete")
 		want[2] = wt
-		if s := cfg.MCPServers["apiary"]; s.Command != link || !slices.Equal(s.Args, want) || !slices.Equal(tools, []string{"mcp__apiary"}) {
-			t.Errorf("scope %v: config %s, tools %v", tc.scope, b, tools)
+		if srv.Name != "apiary" || srv.Command != link || !slices.Equal(srv.Args, want) ||
+			srv.Env["APIARY_CAPABILITY"] != "tok" || srv.Env["APIARY_CONTROL"] != "/ctl" {
+			t.Errorf("scope %v: server %+v", tc.scope, srv)
+		}
+		if slices.Contains(srv.Args, "tok") {
+			t.Errorf("the capability is on the command line: %v", srv.Args)
 		}
 	}
 }

@@ -34,7 +34,7 @@ const (
 )
 
 // BuiltinAgents are the profile names that need no definition in agents:.
-func BuiltinAgents() []string { return []string{"claude", "codex", "gemini", "aider"} }
+func BuiltinAgents() []string { return []string{"claude", "codex", "gemini", "opencode", "aider"} }
 
 // Plan is a validated plan. Tasks are in file order; every dependency names a
 // task of the plan and the graph is acyclic. A Plan is not modified by the
