@@ -79,16 +79,21 @@ func planAnalyzeCommand() *command {
 
   work          the sum of the estimates: the time of one worker
   critical path the longest dependency chain, the least time with any workers
-  width         the most tasks on one level (level = longest chain of
-                dependencies before a task); such tasks never depend on each
-                other, so this is an antichain, a lower bound on the maximum one
+  width         the most tasks that can run at once as far as the
+                dependencies go: a maximum antichain, the largest set of tasks
+                none of which depends, directly or not, on another (Dilworth:
+                the fewest chains of dependent tasks covering the plan); exact
+                up to 40000 tasks, the level width above
+  level width   the most tasks on one level (level = longest chain of
+                dependencies before a task), at most the width
   makespan      a list schedule on P workers that always starts the ready task
                 with the longest remaining chain (critical-path-first)
   speedup       work / makespan, next to the work-span bound min(P, work/cp)
                 and Amdahl's bound with the serial fraction of the plan
 
 --json prints the same as an object with work_s, critical_path,
-critical_path_s, width, makespan_s, speedup and more.`,
+critical_path_s, width, antichain, level_width, makespan_s, speedup and
+more.`,
 		setup: func(fs *flag.FlagSet) runFunc {
 			workers := fs.Int("workers", 0, "schedule on `P` workers (default: the plan's max_parallel)")
 			asJSON := fs.Bool("json", false, "print the analysis as a JSON object")
@@ -158,7 +163,12 @@ func printAnalysis(w io.Writer, file string, a *plan.Analysis) error {
 	fmt.Fprintf(tw, "%s: %d tasks on %d workers\n", file, a.Tasks, a.Workers)
 	fmt.Fprintf(tw, "work\t%s\n", secs(a.WorkS))
 	fmt.Fprintf(tw, "critical path\t%s\t%s\n", secs(a.CriticalPathS), strings.Join(a.CriticalPath, " → "))
-	fmt.Fprintf(tw, "width\t%d\t(%s over %d levels; peak parallelism %d)\n", a.Width, strings.ReplaceAll(a.WidthKind, "_", " "), a.Levels, a.PeakParallelism)
+	exact := "maximum antichain"
+	if !a.WidthExact {
+		exact = fmt.Sprintf("widest level: a lower bound, exact only up to %d tasks", plan.MaxExactWidthTasks)
+	}
+	fmt.Fprintf(tw, "width\t%d\t(%s: %s)\n", a.Width, exact, abbreviate(a.Antichain, 8))
+	fmt.Fprintf(tw, "level width\t%d\t(widest of %d levels; peak parallelism %d)\n", a.LevelWidth, a.Levels, a.PeakParallelism)
 	fmt.Fprintf(tw, "makespan\t%s\t(list schedule, critical path first)\n", secs(a.MakespanS))
 	fmt.Fprintf(tw, "speedup\t%.2f\t(work-span bound %.2f; Amdahl bound %.2f with serial fraction %.2f)\n", a.Speedup, a.SpanBound, a.AmdahlBound, a.SerialFraction)
 	if err := tw.Flush(); err != nil {
@@ -176,4 +186,12 @@ func printAnalysis(w io.Writer, file string, a *plan.Analysis) error {
 		return tw.Flush()
 	}
 	return nil
+}
+
+// abbreviate joins the first n ids with ", " and says how many more.
+func abbreviate(ids []string, n int) string {
+	if len(ids) <= n {
+		return strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:n], ", "), len(ids)-n)
 }

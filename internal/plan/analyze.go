@@ -16,15 +16,23 @@ type Analysis struct {
 	// workers.
 	CriticalPath  []string `json:"critical_path"`
 	CriticalPathS float64  `json:"critical_path_s"`
-	// Width is the largest number of tasks at one level, where a task's level
-	// is the length in edges of the longest dependency chain leading to it.
-	// Tasks of one level never depend on each other, so Width is an
-	// antichain: a lower bound of the maximum antichain (computing that
-	// exactly needs a matching on the transitive closure, too costly for
-	// 10,000 tasks). WidthKind names this measure.
-	Width     int    `json:"width"`
-	WidthKind string `json:"width_kind"`
-	Levels    int    `json:"levels"`
+	// Width is the most tasks that can run at once as far as the
+	// dependencies go: the size of a maximum antichain, a largest set of
+	// tasks none of which depends, directly or through others, on another
+	// (Dilworth: the fewest chains of dependent tasks that cover the plan).
+	// Antichain is one such set, in file order. Above MaxExactWidthTasks
+	// tasks WidthExact is false, Antichain is the widest level and Width its
+	// size, a lower bound.
+	Width      int      `json:"width"`
+	WidthExact bool     `json:"width_exact"`
+	Antichain  []string `json:"antichain"`
+	// LevelWidth is the largest number of tasks at one level, where a
+	// task's level is the length in edges of the longest dependency chain
+	// leading to it; Levels is the number of levels. Tasks of one level
+	// are independent, so LevelWidth <= Width, and it can be smaller: a
+	// task may be independent of tasks on other levels.
+	LevelWidth int `json:"level_width"`
+	Levels     int `json:"levels"`
 	// PeakParallelism is the most tasks running at once when every task
 	// starts as early as its dependencies allow on unlimited workers.
 	PeakParallelism int `json:"peak_parallelism"`
@@ -56,9 +64,6 @@ type Slot struct {
 	StartS  float64 `json:"start_s"`
 	FinishS float64 `json:"finish_s"`
 }
-
-// WidthMaxLevel is the Analysis.WidthKind of the measure computed here.
-const WidthMaxLevel = "max_level_width"
 
 // BottomLevels returns each task's bottom level — its estimate plus the
 // longest chain of estimates among the tasks that depend on it — the
@@ -96,7 +101,7 @@ func (p *Plan) Analyze(workers int) *Analysis {
 	n := len(p.Tasks)
 	g := p.graph()
 	order, _ := g.topo() // Parse rejected cycles
-	a := &Analysis{Tasks: n, Workers: workers, WidthKind: WidthMaxLevel, CriticalPath: []string{}}
+	a := &Analysis{Tasks: n, Workers: workers, CriticalPath: []string{}}
 	dur := make([]float64, n)
 	for i, t := range p.Tasks {
 		dur[i] = t.EstimateS
@@ -134,12 +139,30 @@ func (p *Plan) Analyze(workers int) *Analysis {
 		}
 		slices.Reverse(a.CriticalPath)
 	}
+	widest := 0
 	for l, c := range perLevel {
 		if c > 0 {
-			a.Width = max(a.Width, c)
+			if c > a.LevelWidth {
+				a.LevelWidth, widest = c, l
+			}
 			a.Levels = l + 1
 		}
 	}
+	a.Antichain = []string{}
+	if n <= MaxExactWidthTasks {
+		anti, _ := antichain(g, order)
+		for _, v := range anti {
+			a.Antichain = append(a.Antichain, p.Tasks[v].ID)
+		}
+		a.WidthExact = true
+	} else {
+		for i := range n {
+			if level[i] == widest {
+				a.Antichain = append(a.Antichain, p.Tasks[i].ID)
+			}
+		}
+	}
+	a.Width = len(a.Antichain)
 
 	a.PeakParallelism, a.SerialFraction = profile(est, dur, a.WorkS)
 	a.Schedule = listSchedule(p, g, bottomLevels(p, g, order), workers)
