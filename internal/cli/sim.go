@@ -26,7 +26,7 @@ func simCommand() *command {
 (swarm) and its calibration against real runs (calibrate). Each prints a
 short human summary, or JSON with --json.`,
 		subs: []*command{simUSLCommand(), simVoteCommand(), simBarrierCommand(), simQuorumCommand(), simCollisionCommand(),
-			simSwarmCommand(), simCalibrateCommand()},
+			simHedgeCommand(), simSwarmCommand(), simCalibrateCommand()},
 	}
 }
 
