@@ -14,6 +14,7 @@ import (
 
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/plan"
+	"github.com/apiary-dev/apiary/internal/sim"
 )
 
 func planCommand() *command {
@@ -93,11 +94,25 @@ func planAnalyzeCommand() *command {
 
 --json prints the same as an object with work_s, critical_path,
 critical_path_s, width, antichain, level_width, makespan_s, speedup and
-more.`,
+more.
+
+With --p90-ratio R the estimates spread: each attempt of a task takes a
+lognormal time with median estimate_s and p90 R x estimate_s (and, with
+--straggler-prob, straggles --straggler-factor times as long). It then adds
+the time to each speculative task's result under its policy (quorum; hedge
+after hedge_after_s, or at the p90 for a task that names only a
+hedge_agent), computed exactly as 'apiary sim hedge' does, and the
+makespan's percentiles over --trials Monte Carlo draws of every duration,
+with each task run once and with the plan's policies (JSON: "tail").`,
 		setup: func(fs *flag.FlagSet) runFunc {
 			workers := fs.Int("workers", 0, "schedule on `P` workers (default: the plan's max_parallel)")
 			asJSON := fs.Bool("json", false, "print the analysis as a JSON object")
 			schedule := fs.Bool("schedule", false, "include each task's worker, start and finish")
+			ratio := fs.Float64("p90-ratio", 0, "estimates spread: a task's p90 is `R` times its estimate_s, R > 1")
+			stragglerProb := fs.Float64("straggler-prob", 0, "with --p90-ratio: probability that an attempt straggles")
+			stragglerFactor := fs.Float64("straggler-factor", 5, "with --p90-ratio: a straggler takes this many `times` as long")
+			trials := fs.Int("trials", 1000, "with --p90-ratio: Monte Carlo draws of the makespan")
+			seed := fs.Uint64("seed", 1, "with --p90-ratio: Monte Carlo random seed")
 			return func(ctx context.Context, e *env, args []string) error {
 				if err := exactArgs(args, 1, "PLAN"); err != nil {
 					return err
@@ -109,16 +124,47 @@ more.`,
 				if err != nil {
 					return err
 				}
+				set := map[string]bool{}
+				fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+				if !set["p90-ratio"] {
+					for _, name := range []string{"straggler-prob", "straggler-factor", "trials", "seed"} {
+						if set[name] {
+							return usagef("--%s needs --p90-ratio", name)
+						}
+					}
+				}
 				a := p.Analyze(*workers)
 				if !*schedule {
 					a.Schedule = nil
 				}
+				var tail *sim.PlanTail
+				if set["p90-ratio"] {
+					tp := sim.PlanTailParams{Workers: *workers, P90Ratio: *ratio, Trials: *trials, Seed: *seed}
+					if *stragglerProb > 0 {
+						tp.StragglerProb, tp.StragglerFactor = *stragglerProb, *stragglerFactor
+					}
+					if len(p.Tasks)**trials > 2_000_000 {
+						tp.Progress = func(done, total int) { fmt.Fprintf(e.stderr, "makespan: %d/%d trials\n", done, total) }
+					}
+					if tail, err = sim.AnalyzePlanTail(p, tp); err != nil {
+						return simErr(err)
+					}
+				}
 				if *asJSON {
 					enc := json.NewEncoder(e.stdout)
 					enc.SetIndent("", "  ")
-					return enc.Encode(a)
+					return enc.Encode(struct {
+						*plan.Analysis
+						Tail *sim.PlanTail `json:"tail,omitempty"`
+					}{a, tail})
 				}
-				return printAnalysis(e.stdout, p.File, a)
+				if err := printAnalysis(e.stdout, p.File, a); err != nil {
+					return err
+				}
+				if tail != nil {
+					return printPlanTail(e.stdout, tail)
+				}
+				return nil
 			}
 		},
 	}
@@ -194,4 +240,60 @@ func abbreviate(ids []string, n int) string {
 		return strings.Join(ids, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(ids[:n], ", "), len(ids)-n)
+}
+
+// printPlanTail renders the spread analysis after the analysis.
+func printPlanTail(w io.Writer, t *sim.PlanTail) error {
+	fmt.Fprintf(w, "\nspread: p90 = %g x estimate", t.P90Ratio)
+	if t.StragglerProb > 0 {
+		fmt.Fprintf(w, ", %s of attempts straggle %gx", pct(t.StragglerProb), t.StragglerFactor)
+	}
+	fmt.Fprintf(w, " (makespan: %d Monte Carlo trials, seed %d)\n", t.Trials, t.Seed)
+	row := func(name string, ps []sim.Percentile, mean float64) []string {
+		r := []string{name}
+		for _, pc := range ps {
+			r = append(r, percentile(sim.Percentile{Q: pc.Q, S: pc.S}))
+		}
+		return append(r, secs4(mean))
+	}
+	head := []string{"makespan"}
+	for _, pc := range t.Makespan.Single {
+		head = append(head, "p"+strconv.FormatFloat(pc.Q*100, 'f', -1, 64))
+	}
+	head = append(head, "mean")
+	rows := [][]string{head,
+		row("  each task once", t.Makespan.Single, t.Makespan.MeanSingleS),
+		row("  with the policies", t.Makespan.WithPolicies, t.Makespan.MeanPolicyS)}
+	if len(t.Tasks) > 0 {
+		rows = append(rows, []string{"speculative tasks"})
+	}
+	for _, tt := range t.Tasks {
+		rows = append(rows, row("  "+tt.ID+" once", tt.Single.Percentiles, tt.Single.MeanS),
+			row("  "+tt.ID+" "+describePolicy(tt.Policy), tt.WithPolicy.Percentiles, tt.WithPolicy.MeanS))
+	}
+	width := make([]int, len(head))
+	for _, r := range rows {
+		if len(r) == 1 {
+			continue
+		}
+		for c, cell := range r {
+			width[c] = max(width[c], len(cell))
+		}
+	}
+	for _, r := range rows {
+		if len(r) == 1 {
+			fmt.Fprintln(w, r[0])
+			continue
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "%-*s", width[0], r[0])
+		for c := 1; c < len(r); c++ {
+			fmt.Fprintf(&b, "  %*s", width[c], r[c])
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	for _, tt := range t.Tasks {
+		fmt.Fprintf(w, "%s: attempt-seconds %s once, %s with its policy\n", tt.ID, secs4(tt.Single.AttemptS), secs4(tt.WithPolicy.AttemptS))
+	}
+	return nil
 }

@@ -165,7 +165,7 @@ func (p *Plan) Analyze(workers int) *Analysis {
 	a.Width = len(a.Antichain)
 
 	a.PeakParallelism, a.SerialFraction = profile(est, dur, a.WorkS)
-	a.Schedule = listSchedule(p, g, bottomLevels(p, g, order), workers)
+	a.Schedule = listSchedule(p, g, dur, bottomLevels(p, g, order), workers)
 	for _, s := range a.Schedule {
 		a.MakespanS = max(a.MakespanS, s.FinishS)
 	}
@@ -221,9 +221,42 @@ func profile(est, dur []float64, work float64) (peak int, serial float64) {
 	return peak, alone / work
 }
 
+// Replay replays the list schedule of Analyze with durations other than
+// the estimates (sampled ones, say): the same workers and the same
+// priorities, which stay the bottom levels of the estimates, as a
+// scheduler that knows only the estimates would use. Safe for concurrent
+// use.
+type Replay struct {
+	p       *Plan
+	g       graph
+	bl      []float64
+	workers int
+}
+
+// Replay returns a Replay on workers workers; workers < 1 means the plan's
+// max_parallel.
+func (p *Plan) Replay(workers int) *Replay {
+	if workers < 1 {
+		workers = p.MaxParallel
+	}
+	g := p.graph()
+	order, _ := g.topo()
+	return &Replay{p: p, g: g, bl: bottomLevels(p, g, order), workers: workers}
+}
+
+// Makespan returns the length of the list schedule when task i (in file
+// order) takes dur[i] seconds.
+func (r *Replay) Makespan(dur []float64) float64 {
+	end := 0.0
+	for _, s := range listSchedule(r.p, r.g, dur, r.bl, r.workers) {
+		end = max(end, s.FinishS)
+	}
+	return end
+}
+
 // listSchedule simulates workers workers taking ready tasks in descending
-// bottom level (ties: file order).
-func listSchedule(p *Plan, g graph, bl []float64, workers int) []Slot {
+// bottom level (ties: file order); task i takes dur[i].
+func listSchedule(p *Plan, g graph, dur, bl []float64, workers int) []Slot {
 	n := len(p.Tasks)
 	indeg := make([]int32, n)
 	ready := &pq[int32]{less: func(a, b int32) bool {
@@ -255,7 +288,7 @@ func listSchedule(p *Plan, g graph, bl []float64, workers int) []Slot {
 			v := ready.pop()
 			w := free[len(free)-1]
 			free = free[:len(free)-1]
-			fin := now + p.Tasks[v].EstimateS
+			fin := now + dur[v]
 			slots = append(slots, Slot{ID: p.Tasks[v].ID, Worker: w, StartS: now, FinishS: fin})
 			running.push(run{fin, v, w})
 		}
