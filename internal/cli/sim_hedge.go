@@ -169,8 +169,11 @@ func sig4(x float64) string {
 		return strconv.FormatFloat(x, 'g', 4, 64)
 	}
 	digits := 3 - int(math.Floor(math.Log10(math.Abs(x))))
-	if digits < 0 || digits > 12 {
+	switch {
+	case digits > 12:
 		return strconv.FormatFloat(x, 'g', 4, 64)
+	case digits < 0:
+		return strconv.FormatFloat(x, 'f', 0, 64) // whole seconds: more figures, never an exponent
 	}
 	return strconv.FormatFloat(x, 'f', digits, 64)
 }

@@ -240,3 +240,20 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("one worker: %v, want the sum %v", got, sum)
 	}
 }
+
+// BenchmarkReplay10k: one replay of the list schedule of a 10,000-task
+// random DAG on 16 workers with other durations, what each Monte Carlo
+// trial of plan analyze --p90-ratio does twice.
+func BenchmarkReplay10k(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	p := randomPlan(r, 10000, 3)
+	dur := make([]float64, len(p.Tasks))
+	for i, t := range p.Tasks {
+		dur[i] = t.EstimateS * (0.5 + r.Float64())
+	}
+	rp := p.Replay(16)
+	b.ReportAllocs()
+	for b.Loop() {
+		rp.Makespan(dur)
+	}
+}
