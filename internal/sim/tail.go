@@ -336,7 +336,7 @@ func (m tailModel) exact(qs []float64) TailOutcome {
 // integrateLog integrates f over [cuts[0], cuts[len−1]] by Simpson's rule
 // in log t on each piece between consecutive cuts (all > 0).
 func integrateLog(f func(float64) float64, cuts []float64) float64 {
-	const n = 4096 // even
+	const n = 2048 // even
 	sum := 0.0
 	for i := 1; i < len(cuts); i++ {
 		a, b := math.Log(cuts[i-1]), math.Log(cuts[i])
