@@ -42,7 +42,7 @@ with 95% confidence intervals. --method monte-carlo simulates in any case.`,
 			fs.Float64Var(&lat.MedianS, "median-s", 0, "median of one attempt's duration in `seconds`")
 			fs.Float64Var(&lat.P90S, "p90-s", 0, "90th percentile of one attempt's duration in `seconds`")
 			fs.Float64Var(&lat.StragglerProb, "straggler-prob", 0, "probability that an attempt straggles")
-			fs.Float64Var(&lat.StragglerFactor, "straggler-factor", 0, "a straggler takes this many `times` as long")
+			fs.Float64Var(&lat.StragglerFactor, "straggler-factor", 5, "a straggler takes this many `times` as long")
 			n := fs.Int("n", 0, "k of n: attempts started together")
 			k := fs.Int("k", 0, "k of n: attempts that must pass")
 			hedgeAt := fs.Float64("hedge-at", 0, "hedge at this `quantile` of one attempt's duration, in (0, 1)")
@@ -65,6 +65,9 @@ with 95% confidence intervals. --method monte-carlo simulates in any case.`,
 				}
 				set := map[string]bool{}
 				fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+				if lat.StragglerProb == 0 {
+					lat.StragglerFactor = 0
+				}
 				p := sim.TailParams{Latency: lat, FailRate: *failRate, Rho: *rho, Trials: *trials, Seed: *seed}
 				kOfN, hedge := set["n"] || set["k"], set["hedge-at"] || set["hedge-after-s"]
 				switch {

@@ -376,6 +376,14 @@ func (c *Calibration) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "%-40s %-5s %-7s %6s %6d %11s %11s %+7.1f%%\n", src, r.Kind, r.Mode, agents, r.Tasks, seconds(r.MeasuredS), seconds(r.SimulatedS), r.ErrorPct)
 	}
 	fmt.Fprintf(&b, "mean absolute error: %.1f%%\n", c.MeanAbsErrorPct)
+	for _, fc := range c.Conditions {
+		var set []string
+		for _, s := range fc.Settings {
+			set = append(set, fmt.Sprintf("%s %g", s.Name, s.Value))
+		}
+		fmt.Fprintf(&b, "note: %s fitted on %s (%s); 'apiary sim swarm --params' warns when it simulates otherwise\n",
+			strings.Join(fc.Fitted, ", "), fc.Under, strings.Join(set, ", "))
+	}
 	if slices.ContainsFunc(c.Rows, func(r CalibrationRow) bool { return r.AgentsInferred }) {
 		b.WriteString("~: the report does not say how many agents ran at once; its average parallelism is used\n")
 	}

@@ -24,7 +24,7 @@ const (
 // TailPolicy is how a task's attempts are run.
 type TailPolicy struct {
 	Kind string `json:"kind"`
-	// k of n.
+	// k of n; a validated hedge has N 2 and K 1.
 	N int `json:"n,omitempty"`
 	K int `json:"k,omitempty"`
 	// Hedge: the delay, and the quantile of one attempt's latency it was
