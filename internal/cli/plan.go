@@ -139,10 +139,8 @@ with each task run once and with the plan's policies (JSON: "tail").`,
 				}
 				var tail *sim.PlanTail
 				if set["p90-ratio"] {
-					tp := sim.PlanTailParams{Workers: *workers, P90Ratio: *ratio, Trials: *trials, Seed: *seed}
-					if *stragglerProb > 0 {
-						tp.StragglerProb, tp.StragglerFactor = *stragglerProb, *stragglerFactor
-					}
+					tp := sim.PlanTailParams{Workers: *workers, P90Ratio: *ratio, StragglerProb: *stragglerProb,
+						StragglerFactor: *stragglerFactor, Trials: *trials, Seed: *seed}
 					if len(p.Tasks)**trials > 2_000_000 {
 						tp.Progress = func(done, total int) { fmt.Fprintf(e.stderr, "makespan: %d/%d trials\n", done, total) }
 					}

@@ -79,6 +79,12 @@ func AnalyzePlanTail(pl *plan.Plan, p PlanTailParams) (*PlanTail, error) {
 	if p.Quantiles == nil {
 		p.Quantiles = DefaultQuantiles
 	}
+	if err := (Latency{MedianS: 1, P90S: p.P90Ratio, StragglerProb: p.StragglerProb, StragglerFactor: p.StragglerFactor}).validate(""); err != nil {
+		return nil, err // also for a plan whose estimates are all zero
+	}
+	if p.StragglerProb == 0 {
+		p.StragglerFactor = 0 // no stragglers: the factor means nothing
+	}
 	replay := pl.Replay(p.Workers)
 	if p.Workers < 1 {
 		p.Workers = pl.MaxParallel
@@ -94,10 +100,7 @@ func AnalyzePlanTail(pl *plan.Plan, p PlanTailParams) (*PlanTail, error) {
 		if t.EstimateS == 0 {
 			continue
 		}
-		lat := Latency{MedianS: t.EstimateS, P90S: t.EstimateS * p.P90Ratio}
-		if p.StragglerProb > 0 {
-			lat.StragglerProb, lat.StragglerFactor = p.StragglerProb, p.StragglerFactor
-		}
+		lat := Latency{MedianS: t.EstimateS, P90S: t.EstimateS * p.P90Ratio, StragglerProb: p.StragglerProb, StragglerFactor: p.StragglerFactor}
 		tp := TailParams{Latency: lat, Policy: TailPolicy{Kind: PolicyKOfN, N: 1, K: 1}, Quantiles: p.Quantiles}
 		speculative := true
 		switch {
