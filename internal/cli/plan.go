@@ -14,6 +14,7 @@ import (
 
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/plan"
+	"github.com/apiary-dev/apiary/internal/sim"
 )
 
 func planCommand() *command {
@@ -85,20 +86,39 @@ func planAnalyzeCommand() *command {
 
   work          the sum of the estimates: the time of one worker
   critical path the longest dependency chain, the least time with any workers
-  width         the most tasks on one level (level = longest chain of
-                dependencies before a task); such tasks never depend on each
-                other, so this is an antichain, a lower bound on the maximum one
+  width         the most tasks that can run at once as far as the
+                dependencies go: a maximum antichain, the largest set of tasks
+                none of which depends, directly or not, on another (Dilworth:
+                the fewest chains of dependent tasks covering the plan); exact
+                up to 40000 tasks, the level width above
+  level width   the most tasks on one level (level = longest chain of
+                dependencies before a task), at most the width
   makespan      a list schedule on P workers that always starts the ready task
                 with the longest remaining chain (critical-path-first)
   speedup       work / makespan, next to the work-span bound min(P, work/cp)
                 and Amdahl's bound with the serial fraction of the plan
 
 --json prints the same as an object with work_s, critical_path,
-critical_path_s, width, makespan_s, speedup and more.`,
+critical_path_s, width, antichain, level_width, makespan_s, speedup and
+more.
+
+With --p90-ratio R the estimates spread: each attempt of a task takes a
+lognormal time with median estimate_s and p90 R x estimate_s (and, with
+--straggler-prob, straggles --straggler-factor times as long). It then adds
+the time to each speculative task's result under its policy (quorum; hedge
+after hedge_after_s, or at the p90 for a task that names only a
+hedge_agent), computed exactly as 'apiary sim hedge' does, and the
+makespan's percentiles over --trials Monte Carlo draws of every duration,
+with each task run once and with the plan's policies (JSON: "tail").`,
 		setup: func(fs *flag.FlagSet) runFunc {
 			workers := fs.Int("workers", 0, "schedule on `P` workers (default: the plan's max_parallel)")
 			asJSON := fs.Bool("json", false, "print the analysis as a JSON object")
 			schedule := fs.Bool("schedule", false, "include each task's worker, start and finish")
+			ratio := fs.Float64("p90-ratio", 0, "estimates spread: a task's p90 is `R` times its estimate_s, R > 1")
+			stragglerProb := fs.Float64("straggler-prob", 0, "with --p90-ratio: probability that an attempt straggles")
+			stragglerFactor := fs.Float64("straggler-factor", 5, "with --p90-ratio: a straggler takes this many `times` as long")
+			trials := fs.Int("trials", 1000, "with --p90-ratio: Monte Carlo draws of the makespan")
+			seed := fs.Uint64("seed", 1, "with --p90-ratio: Monte Carlo random seed")
 			return func(ctx context.Context, e *env, args []string) error {
 				if err := exactArgs(args, 1, "PLAN"); err != nil {
 					return err
@@ -110,16 +130,45 @@ critical_path_s, width, makespan_s, speedup and more.`,
 				if err != nil {
 					return err
 				}
+				set := map[string]bool{}
+				fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+				if !set["p90-ratio"] {
+					for _, name := range []string{"straggler-prob", "straggler-factor", "trials", "seed"} {
+						if set[name] {
+							return usagef("--%s needs --p90-ratio", name)
+						}
+					}
+				}
 				a := p.Analyze(*workers)
 				if !*schedule {
 					a.Schedule = nil
 				}
+				var tail *sim.PlanTail
+				if set["p90-ratio"] {
+					tp := sim.PlanTailParams{Workers: *workers, P90Ratio: *ratio, StragglerProb: *stragglerProb,
+						StragglerFactor: *stragglerFactor, Trials: *trials, Seed: *seed}
+					if len(p.Tasks)**trials > 2_000_000 {
+						tp.Progress = func(done, total int) { fmt.Fprintf(e.stderr, "makespan: %d/%d trials\n", done, total) }
+					}
+					if tail, err = sim.AnalyzePlanTail(p, tp); err != nil {
+						return simErr(err)
+					}
+				}
 				if *asJSON {
 					enc := json.NewEncoder(e.stdout)
 					enc.SetIndent("", "  ")
-					return enc.Encode(a)
+					return enc.Encode(struct {
+						*plan.Analysis
+						Tail *sim.PlanTail `json:"tail,omitempty"`
+					}{a, tail})
 				}
-				return printAnalysis(e.stdout, p.File, a)
+				if err := printAnalysis(e.stdout, p.File, a); err != nil {
+					return err
+				}
+				if tail != nil {
+					return printPlanTail(e.stdout, tail)
+				}
+				return nil
 			}
 		},
 	}
@@ -164,7 +213,12 @@ func printAnalysis(w io.Writer, file string, a *plan.Analysis) error {
 	fmt.Fprintf(tw, "%s: %d tasks on %d workers\n", file, a.Tasks, a.Workers)
 	fmt.Fprintf(tw, "work\t%s\n", secs(a.WorkS))
 	fmt.Fprintf(tw, "critical path\t%s\t%s\n", secs(a.CriticalPathS), strings.Join(a.CriticalPath, " → "))
-	fmt.Fprintf(tw, "width\t%d\t(%s over %d levels; peak parallelism %d)\n", a.Width, strings.ReplaceAll(a.WidthKind, "_", " "), a.Levels, a.PeakParallelism)
+	exact := "maximum antichain"
+	if !a.WidthExact {
+		exact = fmt.Sprintf("widest level: a lower bound, exact only up to %d tasks", plan.MaxExactWidthTasks)
+	}
+	fmt.Fprintf(tw, "width\t%d\t(%s: %s)\n", a.Width, exact, abbreviate(a.Antichain, 8))
+	fmt.Fprintf(tw, "level width\t%d\t(widest of %d levels; peak parallelism %d)\n", a.LevelWidth, a.Levels, a.PeakParallelism)
 	fmt.Fprintf(tw, "makespan\t%s\t(list schedule, critical path first)\n", secs(a.MakespanS))
 	fmt.Fprintf(tw, "speedup\t%.2f\t(work-span bound %.2f; Amdahl bound %.2f with serial fraction %.2f)\n", a.Speedup, a.SpanBound, a.AmdahlBound, a.SerialFraction)
 	if err := tw.Flush(); err != nil {
@@ -180,6 +234,70 @@ func printAnalysis(w io.Writer, file string, a *plan.Analysis) error {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", s.ID, s.Worker, secs(s.StartS), secs(s.FinishS))
 		}
 		return tw.Flush()
+	}
+	return nil
+}
+
+// abbreviate joins the first n ids with ", " and says how many more.
+func abbreviate(ids []string, n int) string {
+	if len(ids) <= n {
+		return strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:n], ", "), len(ids)-n)
+}
+
+// printPlanTail renders the spread analysis after the analysis.
+func printPlanTail(w io.Writer, t *sim.PlanTail) error {
+	fmt.Fprintf(w, "\nspread: p90 = %g x estimate", t.P90Ratio)
+	if t.StragglerProb > 0 {
+		fmt.Fprintf(w, ", %s of attempts straggle %gx", pct(t.StragglerProb), t.StragglerFactor)
+	}
+	fmt.Fprintf(w, " (makespan: %d Monte Carlo trials, seed %d)\n", t.Trials, t.Seed)
+	row := func(name string, ps []sim.Percentile, mean float64) []string {
+		r := []string{name}
+		for _, pc := range ps {
+			r = append(r, percentile(sim.Percentile{Q: pc.Q, S: pc.S}))
+		}
+		return append(r, secs4(mean))
+	}
+	head := []string{"makespan"}
+	for _, pc := range t.Makespan.Single {
+		head = append(head, "p"+strconv.FormatFloat(pc.Q*100, 'f', -1, 64))
+	}
+	head = append(head, "mean")
+	rows := [][]string{head,
+		row("  each task once", t.Makespan.Single, t.Makespan.MeanSingleS),
+		row("  with the policies", t.Makespan.WithPolicies, t.Makespan.MeanPolicyS)}
+	if len(t.Tasks) > 0 {
+		rows = append(rows, []string{"speculative tasks"})
+	}
+	for _, tt := range t.Tasks {
+		rows = append(rows, row("  "+tt.ID+" once", tt.Single.Percentiles, tt.Single.MeanS),
+			row("  "+tt.ID+" "+describePolicy(tt.Policy), tt.WithPolicy.Percentiles, tt.WithPolicy.MeanS))
+	}
+	width := make([]int, len(head))
+	for _, r := range rows {
+		if len(r) == 1 {
+			continue
+		}
+		for c, cell := range r {
+			width[c] = max(width[c], len(cell))
+		}
+	}
+	for _, r := range rows {
+		if len(r) == 1 {
+			fmt.Fprintln(w, r[0])
+			continue
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "%-*s", width[0], r[0])
+		for c := 1; c < len(r); c++ {
+			fmt.Fprintf(&b, "  %*s", width[c], r[c])
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	for _, tt := range t.Tasks {
+		fmt.Fprintf(w, "%s: attempt-seconds %s once, %s with its policy\n", tt.ID, secs4(tt.Single.AttemptS), secs4(tt.WithPolicy.AttemptS))
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ func simCommand() *command {
 (swarm) and its calibration against real runs (calibrate). Each prints a
 short human summary, or JSON with --json.`,
 		subs: []*command{simUSLCommand(), simVoteCommand(), simBarrierCommand(), simQuorumCommand(), simCollisionCommand(),
-			simSwarmCommand(), simCalibrateCommand()},
+			simHedgeCommand(), simSwarmCommand(), simCalibrateCommand()},
 	}
 }
 
@@ -367,7 +367,12 @@ swarm-coordination, swarm-waste, swarm-efficiency.
 
 --agents takes a list; "..." continues a progression: 16,32,...,1024.
 --params FILE starts from the parameters of a JSON file (such as the
-output of 'apiary sim calibrate --json'); flags given override it.`,
+output of 'apiary sim calibrate --json'); flags given override it. A
+calibration's per-message costs were fitted to benchmarks simulated as
+coordination alone, and its overhead to replays of measured task times: when
+this simulation departs from those settings (merges and tests back on, say),
+a warning on stderr (and "warnings" in --json) names each setting and the
+flags that simulate as fitted.`,
 		setup: func(fs *flag.FlagSet) runFunc {
 			p := sim.DefaultSwarmParams()
 			p.RegisterFlags(fs)
@@ -380,6 +385,7 @@ output of 'apiary sim calibrate --json'); flags given override it.`,
 				if err := noArgs(args); err != nil {
 					return err
 				}
+				var conds []sim.FitCondition
 				if *params != "" {
 					set := map[string]string{}
 					fs.Visit(func(f *flag.Flag) { set[f.Name] = f.Value.String() })
@@ -387,13 +393,22 @@ output of 'apiary sim calibrate --json'); flags given override it.`,
 					if err != nil {
 						return err
 					}
-					if p, err = sim.ParseParams(data, p); err != nil {
+					if p, conds, err = sim.ParseParamsFile(data, p); err != nil {
 						return fmt.Errorf("%s: %w", *params, err)
 					}
 					for name, v := range set {
 						if err := fs.Set(name, v); err != nil {
 							return err
 						}
+					}
+				}
+				// A calibration's values mean what they were fitted under:
+				// say so when this simulation departs from it.
+				var warnings []string
+				for _, c := range conds {
+					if w := c.Warning(p); w != "" {
+						warnings = append(warnings, *params+": "+w)
+						fmt.Fprintf(e.stderr, "apiary sim swarm: warning: %s: %s\n", *params, w)
 					}
 				}
 				counts, err := sim.ParseAgents(*agents)
@@ -413,6 +428,7 @@ output of 'apiary sim calibrate --json'); flags given override it.`,
 				if err != nil {
 					return simErr(err)
 				}
+				rep.Warnings = warnings
 				if *out != "" {
 					if err := writeCharts(*out, "swarm-", rep.Charts()); err != nil {
 						return err

@@ -16,15 +16,23 @@ type Analysis struct {
 	// workers.
 	CriticalPath  []string `json:"critical_path"`
 	CriticalPathS float64  `json:"critical_path_s"`
-	// Width is the largest number of tasks at one level, where a task's level
-	// is the length in edges of the longest dependency chain leading to it.
-	// Tasks of one level never depend on each other, so Width is an
-	// antichain: a lower bound of the maximum antichain (computing that
-	// exactly needs a matching on the transitive closure, too costly for
-	// 10,000 tasks). WidthKind names this measure.
-	Width     int    `json:"width"`
-	WidthKind string `json:"width_kind"`
-	Levels    int    `json:"levels"`
+	// Width is the most tasks that can run at once as far as the
+	// dependencies go: the size of a maximum antichain, a largest set of
+	// tasks none of which depends, directly or through others, on another
+	// (Dilworth: the fewest chains of dependent tasks that cover the plan).
+	// Antichain is one such set, in file order. Above MaxExactWidthTasks
+	// tasks WidthExact is false, Antichain is the widest level and Width its
+	// size, a lower bound.
+	Width      int      `json:"width"`
+	WidthExact bool     `json:"width_exact"`
+	Antichain  []string `json:"antichain"`
+	// LevelWidth is the largest number of tasks at one level, where a
+	// task's level is the length in edges of the longest dependency chain
+	// leading to it; Levels is the number of levels. Tasks of one level
+	// are independent, so LevelWidth <= Width, and it can be smaller: a
+	// task may be independent of tasks on other levels.
+	LevelWidth int `json:"level_width"`
+	Levels     int `json:"levels"`
 	// PeakParallelism is the most tasks running at once when every task
 	// starts as early as its dependencies allow on unlimited workers.
 	PeakParallelism int `json:"peak_parallelism"`
@@ -56,9 +64,6 @@ type Slot struct {
 	StartS  float64 `json:"start_s"`
 	FinishS float64 `json:"finish_s"`
 }
-
-// WidthMaxLevel is the Analysis.WidthKind of the measure computed here.
-const WidthMaxLevel = "max_level_width"
 
 // BottomLevels returns each task's bottom level — its estimate plus the
 // longest chain of estimates among the tasks that depend on it — the
@@ -96,7 +101,7 @@ func (p *Plan) Analyze(workers int) *Analysis {
 	n := len(p.Tasks)
 	g := p.graph()
 	order, _ := g.topo() // Parse rejected cycles
-	a := &Analysis{Tasks: n, Workers: workers, WidthKind: WidthMaxLevel, CriticalPath: []string{}}
+	a := &Analysis{Tasks: n, Workers: workers, CriticalPath: []string{}}
 	dur := make([]float64, n)
 	for i, t := range p.Tasks {
 		dur[i] = t.EstimateS
@@ -134,15 +139,33 @@ func (p *Plan) Analyze(workers int) *Analysis {
 		}
 		slices.Reverse(a.CriticalPath)
 	}
+	widest := 0
 	for l, c := range perLevel {
 		if c > 0 {
-			a.Width = max(a.Width, c)
+			if c > a.LevelWidth {
+				a.LevelWidth, widest = c, l
+			}
 			a.Levels = l + 1
 		}
 	}
+	a.Antichain = []string{}
+	if n <= MaxExactWidthTasks {
+		anti, _ := antichain(g, order)
+		for _, v := range anti {
+			a.Antichain = append(a.Antichain, p.Tasks[v].ID)
+		}
+		a.WidthExact = true
+	} else {
+		for i := range n {
+			if level[i] == widest {
+				a.Antichain = append(a.Antichain, p.Tasks[i].ID)
+			}
+		}
+	}
+	a.Width = len(a.Antichain)
 
 	a.PeakParallelism, a.SerialFraction = profile(est, dur, a.WorkS)
-	a.Schedule = listSchedule(p, g, bottomLevels(p, g, order), workers)
+	a.Schedule = listSchedule(p, g, dur, bottomLevels(p, g, order), workers)
 	for _, s := range a.Schedule {
 		a.MakespanS = max(a.MakespanS, s.FinishS)
 	}
@@ -198,9 +221,42 @@ func profile(est, dur []float64, work float64) (peak int, serial float64) {
 	return peak, alone / work
 }
 
+// Replay replays the list schedule of Analyze with durations other than
+// the estimates (sampled ones, say): the same workers and the same
+// priorities, which stay the bottom levels of the estimates, as a
+// scheduler that knows only the estimates would use. Safe for concurrent
+// use.
+type Replay struct {
+	p       *Plan
+	g       graph
+	bl      []float64
+	workers int
+}
+
+// Replay returns a Replay on workers workers; workers < 1 means the plan's
+// max_parallel.
+func (p *Plan) Replay(workers int) *Replay {
+	if workers < 1 {
+		workers = p.MaxParallel
+	}
+	g := p.graph()
+	order, _ := g.topo()
+	return &Replay{p: p, g: g, bl: bottomLevels(p, g, order), workers: workers}
+}
+
+// Makespan returns the length of the list schedule when task i (in file
+// order) takes dur[i] seconds.
+func (r *Replay) Makespan(dur []float64) float64 {
+	end := 0.0
+	for _, s := range listSchedule(r.p, r.g, dur, r.bl, r.workers) {
+		end = max(end, s.FinishS)
+	}
+	return end
+}
+
 // listSchedule simulates workers workers taking ready tasks in descending
-// bottom level (ties: file order).
-func listSchedule(p *Plan, g graph, bl []float64, workers int) []Slot {
+// bottom level (ties: file order); task i takes dur[i].
+func listSchedule(p *Plan, g graph, dur, bl []float64, workers int) []Slot {
 	n := len(p.Tasks)
 	indeg := make([]int32, n)
 	ready := &pq[int32]{less: func(a, b int32) bool {
@@ -232,7 +288,7 @@ func listSchedule(p *Plan, g graph, bl []float64, workers int) []Slot {
 			v := ready.pop()
 			w := free[len(free)-1]
 			free = free[:len(free)-1]
-			fin := now + p.Tasks[v].EstimateS
+			fin := now + dur[v]
 			slots = append(slots, Slot{ID: p.Tasks[v].ID, Worker: w, StartS: now, FinishS: fin})
 			running.push(run{fin, v, w})
 		}

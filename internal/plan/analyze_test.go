@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -199,5 +200,60 @@ func BenchmarkPlanAnalyze10k(b *testing.B) {
 			b.Fatal(err)
 		}
 		p.Analyze(16)
+	}
+}
+
+// TestReplay: replaying the estimates gives Analyze's makespan; scaling
+// every duration scales the makespan (the priorities stay the same, so
+// the order of events does).
+func TestReplay(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(13, 14))
+	for iter := range 100 {
+		p := randomPlan(r, 1+r.IntN(80), 1+r.IntN(4))
+		workers := 1 + r.IntN(6)
+		dur := make([]float64, len(p.Tasks))
+		for i, tk := range p.Tasks {
+			dur[i] = tk.EstimateS
+		}
+		rp := p.Replay(workers)
+		a := p.Analyze(workers)
+		if got := rp.Makespan(dur); got != a.MakespanS {
+			t.Fatalf("iter %d: replay of the estimates %v, analysis %v", iter, got, a.MakespanS)
+		}
+		for i := range dur {
+			dur[i] *= 2
+		}
+		if got := rp.Makespan(dur); math.Abs(got-2*a.MakespanS) > eps {
+			t.Fatalf("iter %d: doubled durations give %v, want %v", iter, got, 2*a.MakespanS)
+		}
+	}
+	// One worker runs everything in turn, whatever the durations.
+	p := randomPlan(r, 50, 3)
+	dur := make([]float64, 50)
+	sum := 0.0
+	for i := range dur {
+		dur[i] = r.Float64() * 100
+		sum += dur[i]
+	}
+	if got := p.Replay(1).Makespan(dur); math.Abs(got-sum) > eps {
+		t.Fatalf("one worker: %v, want the sum %v", got, sum)
+	}
+}
+
+// BenchmarkReplay10k: one replay of the list schedule of a 10,000-task
+// random DAG on 16 workers with other durations, what each Monte Carlo
+// trial of plan analyze --p90-ratio does twice.
+func BenchmarkReplay10k(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	p := randomPlan(r, 10000, 3)
+	dur := make([]float64, len(p.Tasks))
+	for i, t := range p.Tasks {
+		dur[i] = t.EstimateS * (0.5 + r.Float64())
+	}
+	rp := p.Replay(16)
+	b.ReportAllocs()
+	for b.Loop() {
+		rp.Makespan(dur)
 	}
 }

@@ -1,6 +1,6 @@
 // Package plan reads a plan file (YAML or JSON) into a validated DAG of tasks
-// and analyses it: work, critical path, width, a list schedule on P workers,
-// speedup and the Amdahl bound.
+// and analyses it: work, critical path, width (a maximum antichain), a
+// list schedule on P workers, speedup and the Amdahl bound.
 //
 // Parse checks the document against the plan JSON Schema (see
 // internal/envelope/schema/plan.json) and then checks what a schema cannot:

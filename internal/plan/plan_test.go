@@ -56,8 +56,10 @@ func TestWorkedExample(t *testing.T) {
 	if math.Abs(a.Speedup-1.58) > 0.005 || !near(a.Speedup, 275/174.5) {
 		t.Errorf("speedup = %v, want ≈ 1.58", a.Speedup)
 	}
-	if a.Width != 3 || a.Levels != 4 || a.WidthKind != WidthMaxLevel {
-		t.Errorf("width = %d (%s), levels %d; want 3, 4", a.Width, a.WidthKind, a.Levels)
+	// {v2, v3, v6} are independent (so are {v2, v3, v4}), and no four
+	// tasks are: the chains v1→v2→v5→v7, v3 and v4→v6 cover the plan.
+	if a.Width != 3 || !a.WidthExact || !slices.Equal(a.Antichain, []string{"v2", "v3", "v6"}) || a.LevelWidth != 3 || a.Levels != 4 {
+		t.Errorf("width = %d (exact %v, %v), level width %d over %d levels; want 3 {v2 v3 v6}, 3 over 4", a.Width, a.WidthExact, a.Antichain, a.LevelWidth, a.Levels)
 	}
 	if a.PeakParallelism != 3 {
 		t.Errorf("peak parallelism = %d, want 3", a.PeakParallelism)

@@ -17,8 +17,12 @@ type Calibration struct {
 	// Params are the base parameters with the fitted ones replaced, and
 	// Agents and Mode left empty; feed them back with `apiary sim swarm
 	// --params FILE`.
-	Params          SwarmParams      `json:"params"`
-	Fitted          []FittedParam    `json:"fitted"`
+	Params SwarmParams   `json:"params"`
+	Fitted []FittedParam `json:"fitted"`
+	// Conditions are the settings under which the fitted parameters were
+	// simulated; `apiary sim swarm --params` warns when it departs from
+	// them.
+	Conditions      []FitCondition   `json:"conditions"`
 	Rows            []CalibrationRow `json:"rows"`
 	MeanAbsErrorPct float64          `json:"mean_abs_error_pct"`
 }
@@ -136,6 +140,7 @@ func Calibrate(ms []Measurement, base SwarmParams) (*Calibration, error) {
 	// Each measurement had its own agents and mode; the fitted parameters
 	// name neither, so a sweep fed with them sets its own.
 	p.Agents, p.Mode = 0, ""
+	c.Conditions = conditions(c.Fitted)
 	return c, nil
 }
 
@@ -232,8 +237,16 @@ func simulateMeasurement(p SwarmParams, m Measurement) float64 {
 // utilities and no interface changes.
 func benchParams(p SwarmParams, m Measurement) SwarmParams {
 	p.Agents, p.Mode, p.Tasks = m.Agents, m.Mode, m.Tasks
-	p.IntegrateS, p.WriteSet, p.UtilityProb, p.InterfaceProb = 0, 0, 0, 0
-	p.PassRate, p.MismatchPenalty, p.MaxAttempts = 1, 0, 1
+	p.apply(benchSettings)
+	return p
+}
+
+// runParams are p as simulateRun replays run m: its agents on apiary's
+// in-process central scheduler (no message costs), with no merges and no
+// tests (the measured task times hold them).
+func runParams(p SwarmParams, m Measurement) SwarmParams {
+	p.Agents, p.Mode = m.Agents, ModeCentral
+	p.apply(runSettings)
 	return p
 }
 
@@ -242,10 +255,7 @@ func benchParams(p SwarmParams, m Measurement) SwarmParams {
 // number of agents, by apiary's in-process central scheduler (no message
 // costs), with overhead_s added per task.
 func simulateRun(p SwarmParams, m Measurement) float64 {
-	p.Agents, p.Mode = m.Agents, ModeCentral
-	p.HeartbeatS, p.CentralMsgS, p.LatencyS, p.IntegrateS = 0, 0, 0, 0
-	p.PassRate, p.MaxAttempts, p.WriteSet, p.UtilityProb, p.InterfaceProb = 1, 1, 0, 0, 0
-	r, err := SimulateWorkload(p, Workload{Durations: m.Durations, Deps: m.Deps})
+	r, err := SimulateWorkload(runParams(p, m), Workload{Durations: m.Durations, Deps: m.Deps})
 	if err != nil {
 		return math.Inf(1)
 	}
@@ -366,6 +376,14 @@ func (c *Calibration) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "%-40s %-5s %-7s %6s %6d %11s %11s %+7.1f%%\n", src, r.Kind, r.Mode, agents, r.Tasks, seconds(r.MeasuredS), seconds(r.SimulatedS), r.ErrorPct)
 	}
 	fmt.Fprintf(&b, "mean absolute error: %.1f%%\n", c.MeanAbsErrorPct)
+	for _, fc := range c.Conditions {
+		var set []string
+		for _, s := range fc.Settings {
+			set = append(set, fmt.Sprintf("%s %g", s.Name, s.Value))
+		}
+		fmt.Fprintf(&b, "note: %s fitted on %s (%s); 'apiary sim swarm --params' warns when it simulates otherwise\n",
+			strings.Join(fc.Fitted, ", "), fc.Under, strings.Join(set, ", "))
+	}
 	if slices.ContainsFunc(c.Rows, func(r CalibrationRow) bool { return r.AgentsInferred }) {
 		b.WriteString("~: the report does not say how many agents ran at once; its average parallelism is used\n")
 	}

@@ -306,6 +306,9 @@ type SwarmReport struct {
 	Modes   []Mode        `json:"modes"`
 	Params  SwarmParams   `json:"params"`
 	Results []SwarmResult `json:"results"`
+	// Warnings are for people: the parameters' caveats (a calibration
+	// departed from, say). The caller fills them in.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // SweepSwarm simulates p for every agent count in agents and every mode

@@ -90,17 +90,23 @@ func FuzzParseParams(f *testing.F) {
 	f.Add([]byte(`{"tasks": 5, "mode": "self", "agents": 3}`))
 	f.Add([]byte(`{"foo": 1}`))
 	f.Add([]byte(`null`))
+	f.Add([]byte(`{"params": {"write_set": 0}, "fitted": [{"name": "latency_s", "value": 1, "from": "times to drain of 2 benchmark rows"}]}`))
+	f.Add([]byte(`{"params": {}, "conditions": [{"fitted": ["x"], "under": "u", "settings": [{"name": "write_set", "value": 1e300}, {"name": "nope", "value": 1}]}]}`))
+	f.Add([]byte(`{"params": {}, "conditions": 3}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		base := DefaultSwarmParams()
-		p, err := ParseParams(data, base)
+		p, conds, err := ParseParamsFile(data, base)
 		if err != nil {
 			if !errors.Is(err, ErrParamsFile) {
 				t.Fatalf("error %v does not match ErrParamsFile", err)
 			}
-			if !reflect.DeepEqual(p, base) {
-				t.Fatalf("an error changed the parameters: %+v", p)
+			if !reflect.DeepEqual(p, base) || conds != nil {
+				t.Fatalf("an error changed the parameters: %+v, %+v", p, conds)
 			}
 			return
+		}
+		for _, c := range conds {
+			_ = c.Warning(p) // any recorded condition renders, never panics
 		}
 		// Accepted parameters are either valid or rejected by Validate
 		// with a typed error, never a panic in the simulator.

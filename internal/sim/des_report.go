@@ -30,7 +30,7 @@ func (r *SwarmResult) Efficiency() float64 {
 func (rep *SwarmReport) WriteText(w io.Writer) error {
 	var b strings.Builder
 	p := rep.Params
-	fmt.Fprintf(&b, "%d tasks, durations lognormal median %gs p90 %gs, seed %d\n", p.Tasks, p.MedianS, p.P90S, p.Seed)
+	fmt.Fprintf(&b, "%d tasks, durations lognormal median %.4gs p90 %.4gs, seed %d\n", p.Tasks, p.MedianS, p.P90S, p.Seed)
 	fmt.Fprintf(&b, "%6s %-7s %10s %6s %9s %10s %5s %9s %6s %6s %10s %8s %6s %6s\n",
 		"agents", "mode", "makespan", "/ideal", "completed", "effective", "eff", "conflicts", "dups", "tfail", "messages", "msg/task", "coord", "load")
 	var notes []string
