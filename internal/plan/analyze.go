@@ -92,6 +92,55 @@ func bottomLevels(p *Plan, g graph, order []int32) []float64 {
 	return bl
 }
 
+// CriticalPath returns the plan's critical path by estimates (task ids in
+// order) and its length in seconds: the part of Analyze a run's report
+// needs, without the schedule and the width.
+func (p *Plan) CriticalPath() ([]string, float64) {
+	g := p.graph()
+	order, _ := g.topo()
+	dur := make([]float64, len(p.Tasks))
+	for i, t := range p.Tasks {
+		dur[i] = t.EstimateS
+	}
+	est, _, via, end := earliest(g, order, dur)
+	if end < 0 {
+		return []string{}, 0
+	}
+	return criticalPath(p, est, dur, via, end)
+}
+
+// earliest computes each task's earliest start, its level (longest chain
+// of dependencies above it), the predecessor that sets its start (-1 for
+// none) and the task that finishes last (-1 for an empty plan), visiting
+// tasks in topological order.
+func earliest(g graph, order []int32, dur []float64) (est []float64, level []int, via []int32, end int32) {
+	n := len(dur)
+	est, level, via, end = make([]float64, n), make([]int, n), make([]int32, n), -1
+	for _, v := range order {
+		via[v] = -1
+		for _, u := range g.pred[v] {
+			if f := est[u] + dur[u]; f > est[v] || via[v] < 0 && f == est[v] || f == est[v] && u < via[v] {
+				est[v], via[v] = f, u
+			}
+			level[v] = max(level[v], level[u]+1)
+		}
+		if end < 0 || est[v]+dur[v] > est[end]+dur[end] || est[v]+dur[v] == est[end]+dur[end] && v < end {
+			end = v
+		}
+	}
+	return est, level, via, end
+}
+
+// criticalPath follows via back from end.
+func criticalPath(p *Plan, est, dur []float64, via []int32, end int32) ([]string, float64) {
+	var path []string
+	for v := end; v >= 0; v = via[v] {
+		path = append(path, p.Tasks[v].ID)
+	}
+	slices.Reverse(path)
+	return path, est[end] + dur[end]
+}
+
 // Analyze computes the plan's analysis for a list schedule on workers
 // workers; workers < 1 means the plan's max_parallel.
 func (p *Plan) Analyze(workers int) *Analysis {
@@ -112,32 +161,13 @@ func (p *Plan) Analyze(workers int) *Analysis {
 	}
 
 	// Earliest starts, levels and the critical path.
-	est := make([]float64, n)
-	level := make([]int, n)
-	via := make([]int32, n) // the predecessor that sets est, or -1
-	for _, v := range order {
-		via[v] = -1
-		for _, u := range g.pred[v] {
-			if f := est[u] + dur[u]; f > est[v] || via[v] < 0 && f == est[v] || f == est[v] && u < via[v] {
-				est[v], via[v] = f, u
-			}
-			level[v] = max(level[v], level[u]+1)
-		}
-	}
-	end := int32(-1)
+	est, level, via, end := earliest(g, order, dur)
 	perLevel := make([]int, n)
 	for _, v := range order {
-		if end < 0 || est[v]+dur[v] > est[end]+dur[end] || est[v]+dur[v] == est[end]+dur[end] && v < end {
-			end = v
-		}
 		perLevel[level[v]]++
 	}
 	if end >= 0 {
-		a.CriticalPathS = est[end] + dur[end]
-		for v := end; v >= 0; v = via[v] {
-			a.CriticalPath = append(a.CriticalPath, p.Tasks[v].ID)
-		}
-		slices.Reverse(a.CriticalPath)
+		a.CriticalPath, a.CriticalPathS = criticalPath(p, est, dur, via, end)
 	}
 	widest := 0
 	for l, c := range perLevel {

@@ -165,8 +165,8 @@ func LoadReport(root, id string) (*Report, error) {
 	}
 	rep.Shares = shares(roles)
 	if p != nil {
-		a := p.Analyze(rec.Options.MaxParallel)
-		rep.Predicted = Path{Tasks: a.CriticalPath, Seconds: a.CriticalPathS}
+		cp, secs := p.CriticalPath()
+		rep.Predicted = Path{Tasks: cp, Seconds: secs}
 		rep.Achieved = achieved(p, tl)
 	}
 	if !tl.first.IsZero() {
