@@ -6,6 +6,24 @@ cd "$(dirname "$0")/.."
 
 say() { printf 'deps: %s\n' "$*" >&2; }
 
+# stop_package_etcd stops the etcd service that installing etcd-server
+# started, if it started one.
+stop_package_etcd() {
+	if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+		systemctl disable --now etcd.service >/dev/null 2>&1 || true
+		return
+	fi
+	local pidfile=/run/etcd.pid pid
+	[ -r "$pidfile" ] || return 0
+	pid=$(cat "$pidfile")
+	case "$pid" in '' | *[!0-9]*) return 0 ;; esac
+	if [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = /usr/bin/etcd ]; then
+		say "stopping the etcd service the package started (pid $pid)"
+		kill "$pid" 2>/dev/null || true
+		rm -f "$pidfile"
+	fi
+}
+
 # Debian packages: command to look for, then the package that provides it.
 apt_wants=(
 	"git git"
@@ -27,10 +45,12 @@ if ((${#missing[@]})); then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-	# etcd-server's package starts a system etcd on 2379; tests start their
-	# own members, so stop it if the package's service came up.
-	if command -v systemctl >/dev/null 2>&1; then systemctl disable --now etcd >/dev/null 2>&1 || true; fi
-	pkill -x etcd >/dev/null 2>&1 || true
+	# etcd-server's package may start a system etcd on 2379 (tests start
+	# their own members on free ports). Stop only that service — through
+	# systemd when systemd runs it, else the pid its init script recorded,
+	# and only if that pid is really the package's etcd — never any other
+	# process named etcd: a user's own cluster may be running here.
+	for pkg in "${missing[@]}"; do [ "$pkg" = etcd-server ] && stop_package_etcd; done
 fi
 
 # Node packages pinned by test/package-lock.json: the agent CLIs the tests

@@ -64,7 +64,7 @@ func simUSLCommand() *command {
 		name:    "usl",
 		summary: "speedup and time with M workers under the universal scalability law",
 		help: `Evaluates speedup(M) = 1/((1-f) + f/M + sigma(M-1) + kappa*M(M-1)), the time
-T_M = T1/speedup(M), issue 8's M* = sqrt((f-sigma)/kappa), and the worker count
+T_M = T1/speedup(M), the model's M* = sqrt((f-sigma)/kappa), and the worker count
 where speedup actually peaks.
 
 With --fit FILE, fits f, sigma, kappa and T1 by least squares (f in [0, 1],
@@ -162,7 +162,7 @@ func printUSL(w io.Writer, r sim.USLReport) error {
 		}
 		b.WriteString("\n")
 		if r.MStar != nil && math.Abs(*r.MStar-*r.MPeak) > 0.01**r.MPeak {
-			b.WriteString("note:       M* (issue 8's formula) is not where this speedup curve peaks\n")
+			b.WriteString("note:       M* (the model's formula) is not where this speedup curve peaks\n")
 		}
 	} else {
 		b.WriteString("peak:       none: speedup grows with M (sigma = kappa = 0)\n")
@@ -465,36 +465,12 @@ func writeCharts(dir, prefix string, charts []sim.NamedChart) error {
 			return fmt.Errorf("chart %s: %w", c.Name, err)
 		}
 		for ext, data := range map[string][]byte{".svg": svg, ".png": png} {
-			if err := writeFileAtomic(filepath.Join(dir, prefix+c.Name+ext), data); err != nil {
+			if err := rundir.WriteFileUnsynced(filepath.Join(dir, prefix+c.Name+ext), data); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
-}
-
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory, so a reader never sees a half-written file.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(f.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-	}
-	return werr
 }
 
 func simCalibrateCommand() *command {

@@ -79,7 +79,7 @@ func runClaude(ctx context.Context, t *testing.T, claude, baseURL string) claude
 	return claudeOutcome{ok: !res.IsError && res.Subtype == "success", detail: res.Subtype + ": " + res.Result}
 }
 
-// TestElevenClaudeSessions is issue 3's end-to-end show: eleven concurrent
+// TestElevenClaudeSessions is the gateway's end-to-end show: eleven concurrent
 // real Claude Code sessions share one key on an upstream limited to five
 // requests in flight and 60 RPM, with 8% 502s and 5% resets. Through the
 // gateway every session must complete; the direct outcome is reported.

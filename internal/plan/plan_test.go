@@ -11,7 +11,7 @@ import (
 	"github.com/apiary-dev/apiary/internal/envelope"
 )
 
-// worked is issue 5's worked example.
+// worked is the textbook's worked example of a plan.
 const worked = `version: 1
 max_parallel: 4
 agents:

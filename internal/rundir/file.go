@@ -10,10 +10,10 @@ import (
 	"github.com/apiary-dev/apiary/internal/envelope"
 )
 
-// WriteFile writes data to path so that readers see the old content or the
-// new, never a mix, and so that it survives a power loss: a temporary file
-// in the same directory, fsync, rename, fsync of the directory. Missing
-// parent directories are created.
+// WriteFile writes data to path (mode 0644) so that readers see the old
+// content or the new, never a mix, and so that it survives a power loss: a
+// temporary file in the same directory, fsync, rename, fsync of the
+// directory. Missing parent directories are created.
 func WriteFile(path string, data []byte) error { return write(path, data, true) }
 
 // WriteFileUnsynced is WriteFile without the fsyncs: atomic for readers,
@@ -32,6 +32,9 @@ func write(path string, data []byte, durable bool) error {
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644) // CreateTemp's 0600 is for secrets; these are not
+	}
 	if err == nil && durable {
 		err = f.Sync()
 	}

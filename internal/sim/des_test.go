@@ -362,7 +362,7 @@ func TestEventQueue(t *testing.T) {
 	}
 }
 
-// BenchmarkSwarm1024x4000 simulates issue 8's largest configuration; the
+// BenchmarkSwarm1024x4000 simulates the largest configuration of the capacity question (1,024 agents, 4,000 tasks); the
 // target is under 5 s per simulation, checked here (not in a unit test).
 func BenchmarkSwarm1024x4000(b *testing.B) {
 	for _, m := range []Mode{ModeCentral, ModeSelf} {

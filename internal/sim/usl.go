@@ -5,7 +5,7 @@ import (
 )
 
 // USL is the universal scalability law with an Amdahl serial fraction, as
-// issue 8 states it:
+// the capacity-planning model states it:
 //
 //	speedup(M) = 1 / ((1−f) + f/M + σ(M−1) + κM(M−1))
 //
@@ -40,7 +40,7 @@ func (u USL) denom(m float64) float64 {
 // valid USL it never exceeds 1/(1−F).
 func (u USL) Speedup(m float64) float64 { return 1 / u.denom(m) }
 
-// MStar returns issue 8's M* = sqrt((F−Sigma)/Kappa), at least 1; +Inf if
+// MStar returns the model's M* = sqrt((F−Sigma)/Kappa), at least 1; +Inf if
 // Kappa is 0 and F > Sigma. It is the optimum of Gunther's USL written as
 // 1/speedup = (1−f) + f/M + σ(M−1)/M + κ(M−1); for the speedup above it is
 // not the peak (see Peak).

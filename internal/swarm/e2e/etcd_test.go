@@ -41,7 +41,7 @@ func e2ePlan(agent string) string {
 	return b.String()
 }
 
-// TestEtcdMultiProcess is issue 7's across-machines run: a 3-member etcd
+// TestEtcdMultiProcess is the across-machines run: a 3-member etcd
 // cluster on loopback, `apiary run --mode swarm` (publishing and standing
 // for the merge role) and three `apiary worker` processes sharing a bare git
 // remote. Mid-run the test kill -9s a worker that holds a claim and one

@@ -18,7 +18,7 @@ import (
 	"github.com/apiary-dev/apiary/internal/llmfake"
 )
 
-// TestGatewayCluster is issue 7's gateway cluster mode: three `apiary
+// TestGatewayCluster is the gateway's cluster mode: three `apiary
 // gateway --board etcd://…` processes in front of one llmfake account share
 // its request limit by leasing slices from a 3-member etcd cluster. Load
 // first goes to one gateway only, then to the other two: llmfake's
