@@ -143,15 +143,15 @@ func startServer(t *testing.T, s *Server) *httptest.Server {
 	return hs
 }
 
-// sse reads events from a stream.
-type sse struct {
+// streamReader reads events from a stream.
+type streamReader struct {
 	r    *bufio.Reader
 	body io.Closer
 }
 
 type event struct{ name, data string }
 
-func openStream(t *testing.T, url string) *sse {
+func openStream(t *testing.T, url string) *streamReader {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	if err != nil {
@@ -165,11 +165,11 @@ func openStream(t *testing.T, url string) *sse {
 		t.Fatalf("stream: %s %s", resp.Status, resp.Header.Get("Content-Type"))
 	}
 	t.Cleanup(func() { resp.Body.Close() })
-	return &sse{r: bufio.NewReader(resp.Body), body: resp.Body}
+	return &streamReader{r: bufio.NewReader(resp.Body), body: resp.Body}
 }
 
 // next returns the next event (skipping comments and the retry field).
-func (s *sse) next(t *testing.T) event {
+func (s *streamReader) next(t *testing.T) event {
 	t.Helper()
 	var ev event
 	for {
@@ -192,7 +192,7 @@ func (s *sse) next(t *testing.T) event {
 }
 
 // until reads events until one named name whose data contains want.
-func (s *sse) until(t *testing.T, name, want string) event {
+func (s *streamReader) until(t *testing.T, name, want string) event {
 	t.Helper()
 	for {
 		ev := s.next(t)

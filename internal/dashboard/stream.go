@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/apiary-dev/apiary/internal/sse"
 )
 
 // Stream topics, the SSE event names.
@@ -47,7 +49,8 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write([]byte("retry: 2000\n\n")); err != nil {
+	sw := sse.NewWriter(w)
+	if err := sw.Retry(2000); err != nil {
 		return
 	}
 	ctx := r.Context()
@@ -60,7 +63,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			last[topic] = b
-			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", topic, b); err != nil {
+			if err := sw.Event(topic, b); err != nil {
 				return wrote, false
 			}
 			wrote = true
@@ -77,7 +80,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !wrote && quiet >= heartbeat {
-			if _, err := w.Write([]byte(": ping\n\n")); err != nil {
+			if err := sw.Comment("ping"); err != nil {
 				return
 			}
 			wrote = true

@@ -3,6 +3,8 @@ package llmapi
 import (
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/apiary-dev/apiary/internal/sse"
 )
 
 // Error kinds for ErrorBody and StreamErrorFrame, in Anthropic's vocabulary;
@@ -137,28 +139,24 @@ func StreamErrorFrame(p Provider, e Endpoint, kind, message string) []byte {
 	b := make([]byte, 0, 160+len(message))
 	switch dialectOf(p, e) {
 	case dialectAnthropic:
-		b = append(b, "event: error\ndata: "...)
-		b = appendAnthropicError(b, kind, message)
-		b = append(b, "\n\n"...)
+		b = sse.AppendEvent(b, "error", appendAnthropicError(nil, kind, message))
 	case dialectResponses:
-		b = append(b, "event: response.failed\ndata: "...)
-		b = append(b, `{"type":"response.failed","sequence_number":0,"response":{"id":"","object":"response","created_at":0,"status":"failed","error":{"code":`...)
-		b = appendString(b, kindOfError(kind).respCode)
-		b = append(b, `,"message":`...)
-		b = appendString(b, message)
-		b = append(b, `},"incomplete_details":null,"output":[],"usage":null}}`+"\n\n"...)
+		var r []byte
+		r = append(r, `{"type":"response.failed","sequence_number":0,"response":{"id":"","object":"response","created_at":0,"status":"failed","error":{"code":`...)
+		r = appendString(r, kindOfError(kind).respCode)
+		r = append(r, `,"message":`...)
+		r = appendString(r, message)
+		r = append(r, `},"incomplete_details":null,"output":[],"usage":null}}`...)
+		b = sse.AppendEvent(b, "response.failed", r)
 	case dialectGemini:
-		b = append(b, "data: "...)
-		b = appendGeminiError(b, StatusOf(kind), kind, message)
-		b = append(b, "\n\n"...)
+		b = sse.AppendEvent(b, "", appendGeminiError(nil, StatusOf(kind), kind, message))
 	case dialectOllama:
 		b = append(b, `{"error":`...)
 		b = appendString(b, message)
 		b = append(b, "}\n"...)
 	default:
-		b = append(b, "data: "...)
-		b = appendOpenAIError(b, kind, message)
-		b = append(b, "\n\ndata: [DONE]\n\n"...)
+		b = sse.AppendEvent(b, "", appendOpenAIError(nil, kind, message))
+		b = sse.AppendEvent(b, "", []byte("[DONE]"))
 	}
 	return b
 }

@@ -48,7 +48,16 @@ func (w *Writer) Retry(ms int) error {
 }
 
 func (w *Writer) write(typ, id string, data []byte) error {
-	b := w.buf[:0]
+	w.buf = appendEvent(w.buf[:0], typ, id, data)
+	return w.flush()
+}
+
+// AppendEvent appends the encoding of one event (type omitted when empty)
+// to b, for callers that assemble a response before writing it. Data
+// containing newlines is split into several data lines.
+func AppendEvent(b []byte, typ string, data []byte) []byte { return appendEvent(b, typ, "", data) }
+
+func appendEvent(b []byte, typ, id string, data []byte) []byte {
 	if typ != "" {
 		b = append(b, "event: "...)
 		b = append(b, typ...)
@@ -74,9 +83,7 @@ func (w *Writer) write(typ, id string, data []byte) error {
 		}
 		data = data[i+1:]
 	}
-	b = append(b, '\n')
-	w.buf = b
-	return w.flush()
+	return append(b, '\n')
 }
 
 func (w *Writer) flush() error {
