@@ -95,12 +95,22 @@ func (r *Repo) CommitAll(ctx context.Context, opt CommitOptions) (string, error)
 	if strings.TrimSpace(opt.Message) == "" {
 		return "", fmt.Errorf("%w: empty commit message", ErrBadArgument)
 	}
-	add := []string{"add", "--all", "--", "."}
-	for _, x := range opt.Exclude {
-		add = append(add, ":(exclude,literal)"+x)
-	}
-	if _, _, err := r.run(ctx, call{args: add}); err != nil {
+	if _, _, err := r.run(ctx, call{args: []string{"add", "--all", "--", "."}}); err != nil {
 		return "", err
+	}
+	// Then put the excluded paths back as HEAD has them. Naming them in
+	// add's pathspec instead would fail when the repository ignores them
+	// (git refuses to add a pathspec that names an ignored path, even to
+	// exclude it), and many repositories ignore .apiary/.
+	for _, x := range opt.Exclude {
+		spec := ":(literal)" + x
+		_, _, err := r.run(ctx, call{args: []string{"reset", "--quiet", "HEAD", "--", spec}})
+		if err != nil { // no HEAD yet: nothing to restore, only unstage
+			_, _, err = r.run(ctx, call{args: []string{"rm", "-r", "--cached", "--quiet", "--ignore-unmatch", "--", spec}})
+		}
+		if err != nil {
+			return "", err
+		}
 	}
 	if !opt.AllowEmpty {
 		// Exit 1 means the index differs from HEAD. A repository without
