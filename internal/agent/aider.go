@@ -39,7 +39,7 @@ var commandCLI = &cli{
 		BaseURL: "ANTHROPIC_BASE_URL=BASE (the official SDKs' form), OPENAI_BASE_URL=BASE/v1, " +
 			"APIARY_BASE_URL=BASE; env values may say {{base_url}} for another form (an AI-SDK client wants " +
 			"ANTHROPIC_BASE_URL=BASE/v1)",
-		Key:    "ANTHROPIC_API_KEY, OPENAI_API_KEY; {{api_key}} in env values",
+		Key:    "ANTHROPIC_API_KEY, OPENAI_API_KEY; {{api_key}} in env values; the profile's model in APIARY_MODEL",
 		MCP:    true,
 		MCPHow: "APIARY_MCP_CONFIG names an {\"mcpServers\": …} file",
 		Report: "none",
@@ -58,6 +58,9 @@ var commandCLI = &cli{
 		if s.APIKey != "" {
 			b.env["ANTHROPIC_API_KEY"] = s.APIKey
 			b.env["OPENAI_API_KEY"] = s.APIKey
+		}
+		if p.Model != "" {
+			b.env["APIARY_MODEL"] = p.Model // a command agent decides what to do with it
 		}
 		if len(s.MCPServers) > 0 {
 			if s.Home == "" {

@@ -19,7 +19,7 @@ const (
 	EvWorktree        = "worktree"         // Path, Branch: recorded before apiary creates them
 	EvWorktreeRemoved = "worktree_removed" // Path
 	EvBranchDeleted   = "branch_deleted"   // Branch
-	EvAttemptStarted  = "attempt_started"  // Task, Attempt, Role, Base, Fence, Trace
+	EvAttemptStarted  = "attempt_started"  // Task, Attempt, Role, Base, Fence, Trace, Agent, Model
 	EvAgentStarted    = "agent_started"    // Task, Attempt, Role, Pid: the agent's process group
 	EvAttemptFinished = "attempt_finished" // Task, Attempt, Role, Commit (the candidate), Exit, Usage
 	EvGateRejected    = "gate_rejected"    // Task, Gate
@@ -72,6 +72,10 @@ type Event struct {
 	Trace string `json:"trace,omitempty"`
 	// Pid is an agent's process group (agent_started).
 	Pid int `json:"pid,omitempty"`
+	// Agent and Model are the profile an attempt ran with and the model
+	// it asked for ("" for the CLI's default) (attempt_started).
+	Agent string `json:"agent,omitempty"`
+	Model string `json:"model,omitempty"`
 }
 
 // ParseEvents reads JSON lines of events; unparsable lines are skipped and

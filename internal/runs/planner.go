@@ -211,7 +211,8 @@ func (pl *planner) attempt(ctx context.Context, n int, schemaPath string, prev [
 						return err
 					}
 				}
-				return pl.st.Emit(Event{Kind: rundir.EvAttemptStarted, Role: attempt.RolePlanner, Attempt: n, Base: pl.base})
+				return pl.st.Emit(Event{Kind: rundir.EvAttemptStarted, Role: attempt.RolePlanner, Attempt: n, Base: pl.base,
+					Agent: pl.nr.Planner, Model: pl.profile.Model})
 			},
 			Collect: func(ctx context.Context, wt string) error {
 				// A planner never implements: nothing but its plan file may change.

@@ -90,3 +90,41 @@ func TestPlannerNeverImplements(t *testing.T) {
 		t.Error("the branch moved")
 	}
 }
+
+// TestReportNamesModels: the report says, attempt by attempt, which
+// profile and model ran — the planner's and the workers' — and a command
+// agent is told its profile's model.
+func TestReportNamesModels(t *testing.T) {
+	t.Parallel()
+	repo := gittest.NewRepo(t, map[string]string{"README": "x\n"})
+	script := filepath.Join(t.TempDir(), "planner.sh")
+	if err := os.WriteFile(script, []byte(plannerScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	agents := map[string]plan.Agent{
+		"boss": {Kind: "command", Argv: []string{"sh", script}, Model: "big-model"},
+		"w":    {Kind: "command", Argv: []string{"sh", "-c", "echo $APIARY_MODEL > $APIARY_TASK.txt"}, Model: "small-model"},
+	}
+	rep, err := Start(boundedCtx(t), Config{Repo: repo}, NewRun{Goal: "two files", Planner: "boss", Worker: "w", Agents: agents})
+	if err != nil || !rep.OK() {
+		t.Fatalf("run: %v %+v", err, rep)
+	}
+	if got := gittest.Show(t, repo, "main", "one.txt"); got != "small-model\n" {
+		t.Errorf("the worker was told model %q", got)
+	}
+	if m := rep.Planner.Models; len(m) != 2 || m[0] != (AttemptModel{Attempt: 1, Role: attempt.RolePlanner, Agent: "boss", Model: "big-model"}) {
+		t.Errorf("planner models %+v", m)
+	}
+	for _, tr := range rep.Tasks {
+		if len(tr.Models) != 1 || tr.Models[0] != (AttemptModel{Attempt: 1, Role: attempt.RoleWorker, Agent: "w", Model: "small-model"}) {
+			t.Errorf("task %s models %+v", tr.ID, tr.Models)
+		}
+	}
+	var b strings.Builder
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "models: planner boss (big-model) ×2; worker w (small-model) ×2") {
+		t.Errorf("report text:\n%s", b.String())
+	}
+}

@@ -75,11 +75,40 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, " — %s", strings.Join(parts, "; "))
 	}
 	fmt.Fprintln(w)
+	if ms := modelsText(rows); ms != "" {
+		fmt.Fprintf(w, "models: %s\n", ms)
+	}
 	if len(r.Predicted.Tasks) > 0 {
 		fmt.Fprintf(w, "critical path: predicted %s (%.1fs by estimate_s); achieved %s (%.1fs)\n",
 			strings.Join(r.Predicted.Tasks, " → "), r.Predicted.Seconds, pathText(r.Achieved), r.Achieved.Seconds)
 	}
 	return nil
+}
+
+// modelsText names the profiles and models the attempts ran with, by role,
+// with how many attempts each: "worker w (claude-haiku-4-5) ×5".
+func modelsText(rows []TaskReport) string {
+	type key struct{ role, agent, model string }
+	n := map[key]int{}
+	var order []key
+	for _, tr := range rows {
+		for _, m := range tr.Models {
+			k := key{m.Role, m.Agent, m.Model}
+			if n[k] == 0 {
+				order = append(order, k)
+			}
+			n[k]++
+		}
+	}
+	var parts []string
+	for _, k := range order {
+		model := k.model
+		if model == "" {
+			model = "the CLI's default model"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%s) ×%d", k.role, k.agent, model, n[k]))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func gateText(tr TaskReport) string {

@@ -47,6 +47,18 @@ type TaskReport struct {
 	Reason          string  `json:"reason,omitempty"`
 	Parent          string  `json:"parent,omitempty"`
 	Reconciliations int     `json:"reconciliations,omitempty"`
+	// Models names, attempt by attempt, the profile and model each ran
+	// with.
+	Models []AttemptModel `json:"models,omitempty"`
+}
+
+// AttemptModel is the agent profile and model of one attempt ("" model:
+// the CLI's default).
+type AttemptModel struct {
+	Attempt int    `json:"attempt"`
+	Role    string `json:"role"`
+	Agent   string `json:"agent,omitempty"`
+	Model   string `json:"model,omitempty"`
 }
 
 // TokenUsage is tokens and dollars.
@@ -210,7 +222,7 @@ func taskReport(dir rundir.Task, name string, tl *runTimeline, runStatus string)
 	}
 	span := tl.tasks[name]
 	if span != nil {
-		tr.Attempts, tr.Reconciliations = span.attempts, span.reconciles
+		tr.Attempts, tr.Reconciliations, tr.Models = span.attempts, span.reconciles, span.models
 		tr.Usage.add(span.usage)
 		if !span.start.IsZero() {
 			end := span.end

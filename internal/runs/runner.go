@@ -385,7 +385,8 @@ func (r *runner) dispatch(ctx context.Context) {
 			r.finish(t, envelope.StatusFailed, err.Error(), nil, nil)
 			continue
 		}
-		r.must(r.st.Emit(Event{Kind: rundir.EvAttemptStarted, Task: t.name, Attempt: a.n, Role: a.role, Base: head, Fence: a.fence, Trace: a.trace}))
+		r.must(r.st.Emit(Event{Kind: rundir.EvAttemptStarted, Task: t.name, Attempt: a.n, Role: a.role, Base: head, Fence: a.fence, Trace: a.trace,
+			Agent: a.profileName, Model: a.profile.Model}))
 		r.running++
 		if a.dynamic {
 			r.runningKids++

@@ -15,6 +15,7 @@ type taskSpan struct {
 	reconciles int
 	usage      envelope.Usage
 	running    bool
+	models     []AttemptModel
 }
 
 // runTimeline summarizes a run's events.
@@ -58,6 +59,7 @@ func timeline(evs []Event) *runTimeline {
 				s.attempts = max(s.attempts, ev.Attempt)
 			}
 			s.running = true
+			s.models = append(s.models, AttemptModel{Attempt: ev.Attempt, Role: ev.Role, Agent: ev.Agent, Model: ev.Model})
 		case rundir.EvAttemptFinished:
 			s := span(ev.Task)
 			s.running = false
