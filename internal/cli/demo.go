@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apiary-dev/apiary/internal/agent"
 	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/llmfake"
@@ -34,19 +35,20 @@ every way apiary integrates or refuses work: fast-forwards, three-way
 merges, a reconciliation and a gate rejection. The outcome depends only on
 the plan's shape, never on timing.
 
-The workers are real Claude Code processes scripted through llmfake,
-apiary's fake model server, started in-process (no key, no cost) when the
-claude CLI is found (test/node_modules/.bin/claude above the current
-directory, or claude on PATH); otherwise they are command agents that write
-the same files. Checks run "go test ./..." when go is on PATH (see --checks).
+The workers are real agent CLIs scripted through llmfake, apiary's fake
+model server, started in-process (no key, no cost): --agent claude, codex,
+gemini or opencode (each found in test/node_modules/.bin above the current
+directory, or on PATH, or given with --bin); --agent auto (the default) is
+claude when it is found; --agent command uses shell scripts that write the
+same files. Checks run "go test ./..." when go is on PATH (see --checks).
 
 The repository is removed afterwards unless --keep (or --dir) is given.`,
 		setup: func(fs *flag.FlagSet) runFunc {
 			o := demoOptions{}
 			fs.BoolVar(&o.json, "json", false, "print the report as JSON (with the demo's directory)")
 			fs.BoolVar(&o.keep, "keep", false, "keep the demo repository and print where it is")
-			fs.StringVar(&o.agent, "agent", "auto", "worker `KIND`: claude, command, or auto (claude when found)")
-			fs.StringVar(&o.claude, "claude", "", "the Claude Code executable `PATH` (default: looked up)")
+			fs.StringVar(&o.agent, "agent", "auto", "worker `KIND`: claude, codex, gemini, opencode, command, or auto (claude when found)")
+			fs.StringVar(&o.bin, "bin", "", "the agent CLI's executable `PATH` (default: looked up)")
 			fs.StringVar(&o.dir, "dir", "", "build the demo in `DIR` (created; kept) instead of a temporary directory")
 			fs.StringVar(&o.checks, "checks", "auto", "check `KIND`: go (go test), grep, or auto (go when on PATH)")
 			return func(ctx context.Context, e *env, args []string) error {
@@ -60,34 +62,35 @@ The repository is removed afterwards unless --keep (or --dir) is given.`,
 }
 
 type demoOptions struct {
-	json, keep                 bool
-	agent, claude, dir, checks string
+	json, keep              bool
+	agent, bin, dir, checks string
 }
 
 // demoResult is the demo's JSON output.
 type demoResult struct {
 	Dir    string       `json:"dir"`
 	Repo   string       `json:"repo"`
-	Agents string       `json:"agents"` // claude | command
+	Agents string       `json:"agents"` // claude | codex | gemini | opencode | command
 	Checks string       `json:"checks"` // go test | grep
 	Kept   bool         `json:"kept"`
 	Report *runs.Report `json:"report"`
 }
 
 func (o *demoOptions) run(ctx context.Context, e *env) error {
-	claude := ""
-	switch o.agent {
+	kind, bin := o.agent, o.bin
+	switch kind {
 	case "command":
-	case "claude", "auto":
-		claude = o.claude
-		if claude == "" {
-			claude = findClaude()
+	case "auto":
+		if kind, bin = "claude", findAgentCLI("claude", bin); bin == "" {
+			kind = "command"
 		}
-		if claude == "" && o.agent == "claude" {
-			return errors.New("demo: the claude CLI was not found (install it, or pass --claude PATH or --agent command)")
+	case agent.KindClaude, agent.KindCodex, agent.KindGemini, agent.KindOpenCode:
+		facts, _ := agent.FactsOf(kind)
+		if bin = findAgentCLI(facts.Bin, bin); bin == "" {
+			return fmt.Errorf("demo: the %s CLI (%s) was not found: install %s, or pass --bin PATH or --agent command", facts.CLI, facts.Bin, facts.Package)
 		}
 	default:
-		return usagef("--agent must be claude, command or auto, got %q", o.agent)
+		return usagef("--agent must be claude, codex, gemini, opencode, command or auto, got %q", o.agent)
 	}
 	dir, keep := o.dir, o.keep || o.dir != ""
 	if dir == "" {
@@ -121,19 +124,17 @@ func (o *demoOptions) run(ctx context.Context, e *env) error {
 	if goErr == nil {
 		res.Checks = "go test"
 	}
-	if claude != "" {
-		res.Agents = "claude"
-	}
+	res.Agents = kind
 	if err := buildDemo(ctx, dir, res.Repo); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	planData := demoPlan(dir, res.Agents == "claude", goErr == nil)
+	planData := demoPlan(dir, kind, goErr == nil)
 	if err := os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte(planData), 0o644); err != nil {
 		return err
 	}
 	cfg := runs.Config{Repo: git.New(res.Repo, git.Options{}), ReconcileAgent: "reconciler"}
-	if claude != "" {
-		srv, err := demoModelServer()
+	if kind != "command" {
+		srv, err := demoModelServer(kind)
 		if err != nil {
 			return err
 		}
@@ -144,7 +145,7 @@ func (o *demoOptions) run(ctx context.Context, e *env) error {
 		hs := llmfake.Serve(l, srv)
 		defer hs.Close()
 		cfg.Models = directAccess{baseURL: hs.URL, keyFor: demoKey}
-		cfg.AgentBin = map[string]string{"claude": claude}
+		cfg.AgentBin = map[string]string{kind: bin}
 	}
 	id, err := rundir.NewID(time.Now(), rand.Reader)
 	if err != nil {
@@ -218,12 +219,40 @@ func writeDemoSummary(e *env, rep *runs.Report, res demoResult) {
 	}
 }
 
-// findClaude looks for the Claude Code CLI as the tests do: in
-// test/node_modules/.bin above the current directory, then on PATH.
-func findClaude() string {
+// demoRead is the tool call with which a CLI of kind reads a file of its
+// worktree first; nil for the CLIs whose scripts only write.
+func demoRead(kind, path string) map[string]any {
+	if kind != agent.KindClaude {
+		return nil
+	}
+	return map[string]any{"name": "Read", "input": map[string]any{"file_path": "{{cwd}}/" + path}}
+}
+
+// demoWrite is the tool call with which a CLI of kind writes content to a
+// file of its worktree: its own file tool, or Codex's shell.
+func demoWrite(kind, path, content string) map[string]any {
+	switch kind {
+	case agent.KindCodex:
+		cmd := fmt.Sprintf("mkdir -p %q && cat > %q <<'APIARY_EOF'\n%sAPIARY_EOF\n", filepath.Dir(path), path, content)
+		return map[string]any{"name": "exec_command", "input": map[string]any{"cmd": cmd}}
+	case agent.KindGemini:
+		return map[string]any{"name": "write_file", "input": map[string]any{"file_path": "{{cwd}}/" + path, "content": content}}
+	case agent.KindOpenCode:
+		return map[string]any{"name": "write", "input": map[string]any{"filePath": "{{cwd}}/" + path, "content": content}}
+	}
+	return map[string]any{"name": "Write", "input": map[string]any{"file_path": "{{cwd}}/" + path, "content": content}}
+}
+
+// findAgentCLI returns given if set, else looks for the executable name as
+// the tests do: in test/node_modules/.bin above the current directory,
+// then on PATH ("" when it is nowhere).
+func findAgentCLI(name, given string) string {
+	if given != "" {
+		return given
+	}
 	if wd, err := os.Getwd(); err == nil {
 		for d := wd; ; d = filepath.Dir(d) {
-			p := filepath.Join(d, "test", "node_modules", ".bin", "claude")
+			p := filepath.Join(d, "test", "node_modules", ".bin", name)
 			if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
 				return p
 			}
@@ -232,7 +261,7 @@ func findClaude() string {
 			}
 		}
 	}
-	p, _ := exec.LookPath("claude")
+	p, _ := exec.LookPath(name)
 	return p
 }
 
@@ -265,13 +294,24 @@ func buildDemo(ctx context.Context, dir, repoDir string) error {
 	return err
 }
 
-// demoPlan writes the plan; agents are Claude Code scripted through
+// demoModels are the models the scripted CLIs ask for: any name works with
+// llmfake; these keep each CLI on its plainest path (Codex's classic
+// tools for a model outside its catalogue, Gemini CLI without its model
+// router, opencode's Anthropic provider).
+var demoModels = map[string]string{
+	agent.KindClaude:   "claude-sonnet-4-5",
+	agent.KindCodex:    "mock-codex",
+	agent.KindGemini:   "gemini-2.5-flash",
+	agent.KindOpenCode: "anthropic/claude-sonnet-4-5",
+}
+
+// demoPlan writes the plan; agents are a CLI of kind scripted through
 // llmfake, or command agents.
-func demoPlan(dir string, claude, hasGo bool) string {
+func demoPlan(dir, kind string, hasGo bool) string {
 	var b strings.Builder
 	b.WriteString("version: 1\nintegration_branch: main\nmax_parallel: 5\nagents:\n")
-	if claude {
-		b.WriteString("  worker: {kind: claude, model: claude-sonnet-4-5}\n  reconciler: {kind: claude, model: claude-sonnet-4-5}\n")
+	if model, ok := demoModels[kind]; ok {
+		fmt.Fprintf(&b, "  worker: {kind: %s, model: %s}\n  reconciler: {kind: %s, model: %s}\n", kind, model, kind, model)
 	} else {
 		fmt.Fprintf(&b, "  worker: {kind: command, argv: [sh, %q]}\n", filepath.Join(dir, "agents", "run.sh"))
 		fmt.Fprintf(&b, "  reconciler: {kind: command, argv: [sh, %q]}\n", filepath.Join(dir, "agents", "reconcile.sh"))
@@ -300,17 +340,14 @@ func demoKey(ref attempt.TaskRef) string {
 	return "demo-" + ref.Task
 }
 
-// demoModelServer is llmfake with one script per task: Read the files that
-// exist, then Write the task's files.
-func demoModelServer() (*llmfake.Server, error) {
+// demoModelServer is llmfake with one script per task for workers of
+// kind: read the files that exist, then write the task's files, each with
+// the CLI's own tools.
+func demoModelServer(kind string) (*llmfake.Server, error) {
 	base := demoBase()
-	type call struct {
-		Name  string         `json:"name"`
-		Input map[string]any `json:"input"`
-	}
 	type turn struct {
-		Text      string `json:"text"`
-		ToolCalls []call `json:"tool_calls"`
+		Text      string           `json:"text"`
+		ToolCalls []map[string]any `json:"tool_calls"`
 	}
 	script := func(name, key, final string, files map[string]string) map[string]any {
 		paths := make([]string, 0, len(files))
@@ -318,12 +355,14 @@ func demoModelServer() (*llmfake.Server, error) {
 			paths = append(paths, p)
 		}
 		sort.Strings(paths)
-		var reads, writes []call
+		var reads, writes []map[string]any
 		for _, p := range paths {
 			if _, ok := base[p]; ok {
-				reads = append(reads, call{Name: "Read", Input: map[string]any{"file_path": "{{cwd}}/" + p}})
+				if r := demoRead(kind, p); r != nil {
+					reads = append(reads, r)
+				}
 			}
-			writes = append(writes, call{Name: "Write", Input: map[string]any{"file_path": "{{cwd}}/" + p, "content": files[p]}})
+			writes = append(writes, demoWrite(kind, p, files[p]))
 		}
 		var turns []turn
 		if len(reads) > 0 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apiary-dev/apiary/internal/agent"
 	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/envtest"
@@ -123,25 +124,32 @@ func TestDemoCommandAgents(t *testing.T) {
 	checkDemo(t, res)
 }
 
-// TestDemoClaude is the demo end to end with real Claude Code workers (and
-// reconciler) scripted through an in-process llmfake.
-func TestDemoClaude(t *testing.T) {
+// TestDemoAgents is the demo end to end with each real agent CLI as the
+// workers (and the reconciler), scripted through an in-process llmfake:
+// every CLI ends with the command-worker demo's outcome.
+func TestDemoAgents(t *testing.T) {
 	t.Parallel()
-	claude := envtest.Claude(t)
 	envtest.Command(t, "git")
 	envtest.Command(t, "go")
-	res := runDemo(t, "--agent", "claude", "--claude", claude, "--checks", "go")
-	if res.Agents != "claude" {
-		t.Fatalf("demo ran %s agents", res.Agents)
-	}
-	checkDemo(t, res)
-	// Usage comes from Claude Code's own result events.
-	if u := res.Report.Totals.Usage; u.InputTokens == 0 || u.OutputTokens == 0 {
-		t.Errorf("no usage recorded: %+v", u)
-	}
-	for _, s := range res.Report.Shares {
-		if s.Role == attempt.RoleReconciler && s.InputTokens == 0 {
-			t.Errorf("the reconciler's tokens are not accounted: %+v", res.Report.Shares)
-		}
+	for _, kind := range []string{agent.KindClaude, agent.KindCodex, agent.KindGemini, agent.KindOpenCode} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			facts, _ := agent.FactsOf(kind)
+			bin := envtest.NodeBin(t, facts.Bin)
+			res := runDemo(t, "--agent", kind, "--bin", bin, "--checks", "go")
+			if res.Agents != kind {
+				t.Fatalf("demo ran %s agents", res.Agents)
+			}
+			checkDemo(t, res)
+			// Usage comes from the CLI's own report.
+			if u := res.Report.Totals.Usage; u.InputTokens == 0 || u.OutputTokens == 0 {
+				t.Errorf("no usage recorded: %+v", u)
+			}
+			for _, s := range res.Report.Shares {
+				if s.Role == attempt.RoleReconciler && s.InputTokens == 0 {
+					t.Errorf("the reconciler's tokens are not accounted: %+v", res.Report.Shares)
+				}
+			}
+		})
 	}
 }

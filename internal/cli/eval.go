@@ -119,7 +119,7 @@ func (o *evalFlags) run(ctx context.Context, e *env, setDir string) error {
 	claude := o.claude
 	if kind == "scripted" || kind == "scripted-claude" {
 		if claude == "" {
-			claude = findClaude()
+			claude = findAgentCLI("claude", "")
 		}
 		switch {
 		case kind == "scripted" && claude == "":
