@@ -2,11 +2,11 @@ package durable
 
 import (
 	"context"
-	"os"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"

@@ -1,9 +1,9 @@
 package durable
 
 import (
-	"github.com/bmatcuk/doublestar/v4"
 	"context"
 	"errors"
+	"github.com/bmatcuk/doublestar/v4"
 	"io/fs"
 	"os"
 	"path"

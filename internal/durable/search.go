@@ -1,10 +1,10 @@
 package durable
 
 import (
-	"github.com/bmatcuk/doublestar/v4"
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/bmatcuk/doublestar/v4"
 	"io/fs"
 	"path"
 	"regexp"

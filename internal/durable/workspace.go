@@ -89,15 +89,15 @@ type root struct {
 // across all of them by the lock protocol (lock.go); everything else runs
 // in parallel. Close releases the roots.
 type Workspace struct {
-	cfg      Config
-	roots    []*root
-	state    string // cleaned StateDir
-	now      func() time.Time
-	log      *slog.Logger
-	randMu   sync.Mutex
-	locks    keyedMutex // this process's side of the lock protocol (lock.go)
-	pid      int
-	startup  StartupReport
+	cfg     Config
+	roots   []*root
+	state   string // cleaned StateDir
+	now     func() time.Time
+	log     *slog.Logger
+	randMu  sync.Mutex
+	locks   keyedMutex // this process's side of the lock protocol (lock.go)
+	pid     int
+	startup StartupReport
 	// recovered counts writes journaled by recovery (lock records).
 	recovered atomic.Int64
 	// basePolicy is the compiled default policy; overrides are merged
