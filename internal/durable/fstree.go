@@ -3,11 +3,12 @@ package durable
 import (
 	"context"
 	"errors"
-	"github.com/bmatcuk/doublestar/v4"
 	"io/fs"
 	"os"
 	"path"
 	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // Bounds of rw.list.

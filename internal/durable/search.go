@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/bmatcuk/doublestar/v4"
 	"io/fs"
 	"path"
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // Bounds of rw.search.
