@@ -155,7 +155,7 @@ func startServer(t *testing.T, tr string, o srvOpts, setup func(ws string)) *pc 
 }
 
 // apiaryCmd returns the apiary binary set up to run `apiary <args>`.
-func apiaryCmd(t *testing.T, ws string, o srvOpts, args ...string) *exec.Cmd {
+func apiaryCmd(t testing.TB, ws string, o srvOpts, args ...string) *exec.Cmd {
 	t.Helper()
 	if o.compat {
 		args = append(args, "--rw-compat")
