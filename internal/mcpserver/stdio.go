@@ -376,13 +376,20 @@ func decodeLine(line []byte) (any, *wireError) {
 	var members map[string]json.RawMessage
 	var oe objEnvelope
 	// Raw values alias the line, which is never reused.
-	if _, err := segjson.Parse(line, &oe, segjson.DontCopyRawMessage); err == nil {
+	if rest, err := segjson.Parse(line, &oe, segjson.DontCopyRawMessage|segjson.DontMatchCaseInsensitiveStructFields); err == nil && len(bytes.TrimSpace(rest)) == 0 {
 		e = envelope{JSONRPC: oe.JSONRPC, ID: oe.ID, Method: oe.Method, Result: oe.Result, Error: oe.Error}
 		members = oe.Params
 		if members != nil {
 			e.Params = json.RawMessage("{}") // stands for "an object"; rebuilt below
 		}
-	} else if err := segjson.Unmarshal(line, &e); err != nil {
+	} else if rest, err := segjson.Parse(line, &e, segjson.DontMatchCaseInsensitiveStructFields); err != nil || len(bytes.TrimSpace(rest)) != 0 {
+		if err == nil {
+			err = errors.New("data after the message")
+		}
+		if segjson.Valid(line) {
+			// JSON, but not an envelope (a member of the wrong type)
+			return nil, &wireError{code: jsonrpc.CodeInvalidRequest, msg: "Invalid Request: " + err.Error()}
+		}
 		return nil, &wireError{code: jsonrpc.CodeParseError, msg: "Parse error: " + err.Error()}
 	}
 	id, idOK := parseID(e.ID)

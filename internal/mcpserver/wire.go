@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 	"unicode/utf16"
@@ -26,11 +27,17 @@ import (
 // The values alias raw (no copy): raw must not be reused.
 func splitObject(raw []byte) (map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage
-	if _, err := segjson.Parse(raw, &m, segjson.DontCopyRawMessage); err != nil {
+	rest, err := segjson.Parse(raw, &m, segjson.DontCopyRawMessage)
+	if err != nil {
 		return nil, err
+	}
+	if len(bytes.TrimSpace(rest)) != 0 {
+		return nil, errTrailing
 	}
 	return m, nil
 }
+
+var errTrailing = errors.New("data after the JSON value")
 
 // unquote decodes a JSON string literal already validated by the decoder
 // that split it out. Like encoding/json, it turns invalid UTF-8 and lone
