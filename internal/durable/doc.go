@@ -14,7 +14,8 @@
 // reason_hint, detected_patterns, suggested_action, retry_budget, context;
 // see spec/errors.schema.json there). errors.Is(err, ErrStalePrecondition)
 // and the other kind sentinels work. Context always carries "retriable"
-// (true only for the network and size_limit hints). Input errors are
+// (true for the network and size_limit hints, as Resilient Write's
+// is_retriable, and for suggested_action retry_later). Input errors are
 // policy_violation/encoding with Resilient Write's reason strings. A
 // classifier refusal (blocked/content_filter) carries a retry budget that
 // really counts down: keyed on (tool, path, content SHA-256), persisted in

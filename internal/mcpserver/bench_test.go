@@ -73,7 +73,9 @@ func BenchmarkSafeWriteRoutes(b *testing.B) {
 			cr, sw := io.Pipe()
 			sr, cw := io.Pipe()
 			done := make(chan error, 1)
-			go func() { done <- mcpserver.ServeStdio(context.WithoutCancel(b.Context()), mcpserver.New(w, mcpserver.Options{}), sr, sw) }()
+			go func() {
+				done <- mcpserver.ServeStdio(context.WithoutCancel(b.Context()), mcpserver.New(w, mcpserver.Options{}), sr, sw)
+			}()
 			defer func() { cw.Close(); <-done }()
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(b.Context(), &mcp.IOTransport{Reader: cr, Writer: cw}, nil)
 			if err != nil {

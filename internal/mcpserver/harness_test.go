@@ -331,7 +331,7 @@ func checkEnvelope(t *testing.T, tool string, m map[string]any) {
 	if ctx["tool"] != tool {
 		t.Fatalf("%s: context.tool = %v", tool, ctx["tool"])
 	}
-	retriable := m["reason_hint"] == "network" || m["reason_hint"] == "size_limit"
+	retriable := m["reason_hint"] == "network" || m["reason_hint"] == "size_limit" || m["suggested_action"] == "retry_later"
 	if ctx["retriable"] != retriable {
 		t.Fatalf("%s: context.retriable = %v for %v", tool, ctx["retriable"], m["reason_hint"])
 	}
