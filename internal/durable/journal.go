@@ -124,56 +124,62 @@ func (w *Workspace) journalCommitted(ctx context.Context, h *lockHandle, row map
 // journal that does not end in a newline (a torn or hand-written last line)
 // is terminated first.
 func (w *Workspace) appendJournalLine(ctx context.Context, line []byte, skipID string) error {
+	_, err := w.appendJournalRow(ctx, line, skipID)
+	return err
+}
+
+// appendJournalRow is appendJournalLine reporting whether it appended.
+func (w *Workspace) appendJournalRow(ctx context.Context, line []byte, skipID string) (bool, error) {
 	h, err := w.acquire(ctx, lockJournal, true, true)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer h.unlock()
 	disp := w.statePath(journalFile)
 	st, err := w.stateRoot(true)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer st.Close()
 	f, created, err := openStateFile(st, journalFile, oRDWR|oAppend, true)
 	if err != nil {
-		return fsError(err, disp)
+		return false, fsError(err, disp)
 	}
 	defer f.Close()
 	if skipID != "" {
 		fi, err := f.Stat()
 		if err != nil {
-			return fsError(err, disp)
+			return false, fsError(err, disp)
 		}
 		data, err := readAllFrom(f, fi.Size(), -1)
 		if err != nil {
-			return fsError(err, disp)
+			return false, fsError(err, disp)
 		}
 		if bytes.Contains(data, []byte(`"journal_id":"`+skipID+`"`)) {
-			return nil
+			return false, nil
 		}
 	}
 	prefix, err := w.terminateJournal(f)
 	if err != nil {
-		return fsError(err, disp)
+		return false, fsError(err, disp)
 	}
 	buf := make([]byte, 0, len(prefix)+len(line)+1)
 	buf = append(append(append(buf, prefix...), line...), '\n')
 	if _, err := f.Write(buf); err != nil {
-		return fsError(err, disp)
+		return false, fsError(err, disp)
 	}
 	if err := f.Sync(); err != nil {
-		return fsError(err, disp)
+		return false, fsError(err, disp)
 	}
 	if err := f.Close(); err != nil {
-		return fsError(err, disp)
+		return false, fsError(err, disp)
 	}
 	if created {
 		if err := syncDir(st, "."); err != nil {
-			return fsError(err, disp)
+			return false, fsError(err, disp)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // openStateFile opens rel in the state root without following a symlink in

@@ -374,17 +374,20 @@ func (w *Workspace) resolvePending(ctx context.Context, h *lockHandle) {
 		}
 		row["recovered"] = true
 		rec, err := MarshalASCII(row)
+		appended := false
 		if err == nil {
 			id, _ := row["journal_id"].(string)
-			err = w.appendJournalLine(ctx, rec, id)
+			appended, err = w.appendJournalRow(context.WithoutCancel(ctx), rec, id)
 		}
 		if err != nil {
 			w.log.Warn("durable: cannot journal a recovered write yet", "lock", h.name, "path", row["path"], "err", err)
 			keep = append(keep, line)
 			continue
 		}
-		w.recovered.Add(1)
-		w.log.Info("durable: journaled a write whose writer stopped before its journal row", "path", row["path"], "journal_id", row["journal_id"])
+		if appended {
+			w.recovered.Add(1)
+			w.log.Info("durable: journaled a write whose writer stopped before its journal row", "path", row["path"], "journal_id", row["journal_id"])
+		}
 	}
 	h.pending = keep
 	if err := h.save(false); err != nil {

@@ -459,3 +459,28 @@ func TestStdioCancelledNotAnswered(t *testing.T) {
 		})
 	}
 }
+
+// TestIntegralNumbers: integers written as 1.0 or 2e0 (JSON Schema's
+// integer is any number without a fractional part) are accepted; 3.5 is
+// refused with a typed envelope.
+func TestIntegralNumbers(t *testing.T) {
+	t.Parallel()
+	ws := workspaceDir(t)
+	s := startRaw(t, ws, srvOpts{})
+	s.initialize()
+	for i, n := range []string{"1.0", "2e0", "3.5"} {
+		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"rw.chunk_write","arguments":{"session":"s","index":%s,"content":"x"}}}`, i, n))
+	}
+	ms := s.waitFor("three answers", func(ms []map[string]any) bool { return byID(ms, "2") != nil && byID(ms, "1") != nil && byID(ms, "0") != nil })
+	for i, want := range []bool{true, true, false} {
+		res := obj(byID(ms, fmt.Sprint(i))["result"])
+		var r map[string]any
+		json.Unmarshal([]byte(obj(list(res["content"])[0])["text"].(string)), &r)
+		if r["ok"] != want {
+			t.Fatalf("call %d: %v", i, r)
+		}
+		if want && num(r["index"]) != float64(i+1) {
+			t.Fatalf("call %d: index %v", i, r["index"])
+		}
+	}
+}
