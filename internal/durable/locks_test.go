@@ -238,9 +238,15 @@ func TestHardLinksNeverRead(t *testing.T) {
 	must(t, os.Remove(part))
 	must(t, os.Link(filepath.Join(f.out, "secret"), part))
 	refused := map[string]func() error{
-		"read":    func() error { _, err := f.w.Read(ctx, durable.ReadParams{Path: "hl.txt"}); return err },
-		"append":  func() error { _, err := f.w.SafeWrite(ctx, durable.SafeWriteParams{Path: "hl.txt", Content: "x", Mode: "append"}); return err },
-		"guarded": func() error { _, err := f.w.SafeWrite(ctx, durable.SafeWriteParams{Path: "hl.txt", Content: "x", Mode: "overwrite", ExpectedPrevSHA256: strp("")}); return err },
+		"read": func() error { _, err := f.w.Read(ctx, durable.ReadParams{Path: "hl.txt"}); return err },
+		"append": func() error {
+			_, err := f.w.SafeWrite(ctx, durable.SafeWriteParams{Path: "hl.txt", Content: "x", Mode: "append"})
+			return err
+		},
+		"guarded": func() error {
+			_, err := f.w.SafeWrite(ctx, durable.SafeWriteParams{Path: "hl.txt", Content: "x", Mode: "overwrite", ExpectedPrevSHA256: strp("")})
+			return err
+		},
 		"edit": func() error {
 			_, err := f.w.Edit(ctx, durable.EditParams{Path: "hl.txt", OldString: "secret", NewString: "x", DryRun: true})
 			return err

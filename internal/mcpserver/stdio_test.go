@@ -471,7 +471,9 @@ func TestIntegralNumbers(t *testing.T) {
 	for i, n := range []string{"1.0", "2e0", "3.5"} {
 		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"rw.chunk_write","arguments":{"session":"s","index":%s,"content":"x"}}}`, i, n))
 	}
-	ms := s.waitFor("three answers", func(ms []map[string]any) bool { return byID(ms, "2") != nil && byID(ms, "1") != nil && byID(ms, "0") != nil })
+	ms := s.waitFor("three answers", func(ms []map[string]any) bool {
+		return byID(ms, "2") != nil && byID(ms, "1") != nil && byID(ms, "0") != nil
+	})
 	for i, want := range []bool{true, true, false} {
 		res := obj(byID(ms, fmt.Sprint(i))["result"])
 		var r map[string]any
