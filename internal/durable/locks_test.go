@@ -1,3 +1,5 @@
+//go:build unix
+
 package durable_test
 
 import (

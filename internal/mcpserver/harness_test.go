@@ -1,3 +1,5 @@
+//go:build unix
+
 package mcpserver_test
 
 import (
@@ -25,6 +27,10 @@ import (
 	"github.com/apiary-dev/apiary/internal/durable"
 	"github.com/apiary-dev/apiary/internal/mcpserver"
 )
+
+// These tests drive real servers in process groups and signal them (and
+// durable refuses to open off unix), so the package's external tests are
+// unix-only; the internal ones (args, wire) run everywhere.
 
 // apiaryBin is the real apiary binary, built once per test run by
 // TestMain (without -race, so the servers run at full speed even when the
