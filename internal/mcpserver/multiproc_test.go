@@ -49,6 +49,7 @@ func startFleet(t *testing.T, ws string, nStdio, nHTTP int) *fleet {
 			mu.Unlock()
 		})
 	}
+	wg.Wait()
 	for range nHTTP {
 		url := startHTTP(t, ws, srvOpts{})
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "fleet", Version: "1"}, nil).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
@@ -58,7 +59,6 @@ func startFleet(t *testing.T, ws string, nStdio, nHTTP int) *fleet {
 		t.Cleanup(func() { cs.Close() })
 		f.cs, f.pid = append(f.cs, cs), append(f.pid, 0)
 	}
-	wg.Wait()
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
