@@ -6,8 +6,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -42,10 +45,12 @@ func BenchmarkSafeWriteRoutes(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer w.Close()
+			c0 := selfCPU()
 			benchLoop(b, sz.n, func(i int) error {
 				_, err := w.SafeWrite(b.Context(), durable.SafeWriteParams{Path: fmt.Sprintf("f%d.txt", i%16), Content: content, Mode: "overwrite"})
 				return err
 			})
+			b.ReportMetric(float64((selfCPU()-c0).Microseconds())/float64(b.N)/1000, "cpu-ms/op")
 		})
 		b.Run("mcp-inmem/"+sz.name, func(b *testing.B) {
 			w, err := durable.Open(b.Context(), durable.Config{Roots: []string{b.TempDir()}})
@@ -94,9 +99,35 @@ func BenchmarkSafeWriteRoutes(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer cs.Close()
+			c0, s0 := selfCPU(), procCPU(cmd.Process.Pid)
 			benchLoop(b, sz.n, callWrite(b, cs, content))
+			b.ReportMetric(float64((selfCPU()-c0).Microseconds())/float64(b.N)/1000, "client-cpu-ms/op")
+			b.ReportMetric(float64((procCPU(cmd.Process.Pid)-s0).Microseconds())/float64(b.N)/1000, "server-cpu-ms/op")
 		})
 	}
+}
+
+// selfCPU is this process's user+system CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procCPU is process pid's user+system CPU time so far, from
+// /proc/PID/stat (clock ticks of 10 ms; the benchmark divides a long run).
+func procCPU(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
 }
 
 func callWrite(b *testing.B, cs *mcp.ClientSession, content string) func(i int) error {

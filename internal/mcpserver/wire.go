@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -48,70 +49,83 @@ func unquote(raw []byte) (string, bool) {
 	}
 	s := raw[1 : len(raw)-1]
 	valid := utf8.Valid(s)
-	if bytes.IndexByte(s, '\\') < 0 {
+	first := bytes.IndexByte(s, '\\')
+	if first < 0 {
 		if valid {
 			return string(s), true
 		}
 		return string(validUTF8(nil, s)), true
 	}
-	keep := func(buf, chunk []byte) []byte {
+	// A Builder hands over its buffer without the copy string(buf) makes;
+	// the byte loop costs less than a call per escape where escapes are
+	// dense (source code: quotes and backslashes every few bytes).
+	var b strings.Builder
+	b.Grow(len(s))
+	keep := func(chunk []byte) {
 		if valid {
-			return append(buf, chunk...)
+			b.Write(chunk)
+		} else {
+			b.Write(validUTF8(nil, chunk))
 		}
-		return validUTF8(buf, chunk)
 	}
-	buf := make([]byte, 0, len(s))
-	for len(s) > 0 {
-		i := bytes.IndexByte(s, '\\')
-		if i < 0 {
-			buf = keep(buf, s)
-			break
+	keep(s[:first])
+	start := first
+	for i := first; i < len(s); {
+		if s[i] != '\\' {
+			i++
+			continue
 		}
-		buf = keep(buf, s[:i])
-		s = s[i:]
-		if len(s) < 2 {
+		keep(s[start:i])
+		if i+1 >= len(s) {
 			return "", false
 		}
-		switch c := s[1]; c {
+		switch c := s[i+1]; c {
 		case '"', '\\', '/':
-			buf = append(buf, c)
-			s = s[2:]
+			b.WriteByte(c)
+			i += 2
 		case 'b':
-			buf, s = append(buf, '\b'), s[2:]
+			b.WriteByte('\b')
+			i += 2
 		case 'f':
-			buf, s = append(buf, '\f'), s[2:]
+			b.WriteByte('\f')
+			i += 2
 		case 'n':
-			buf, s = append(buf, '\n'), s[2:]
+			b.WriteByte('\n')
+			i += 2
 		case 'r':
-			buf, s = append(buf, '\r'), s[2:]
+			b.WriteByte('\r')
+			i += 2
 		case 't':
-			buf, s = append(buf, '\t'), s[2:]
+			b.WriteByte('\t')
+			i += 2
 		case 'u':
-			r, ok := hex4(s[2:])
+			r, ok := hex4(s[i+2:])
 			if !ok {
 				return "", false
 			}
-			s = s[6:]
+			i += 6
 			if utf16.IsSurrogate(r) {
 				r2 := rune(-1)
-				if len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
-					r2, ok = hex4(s[2:])
-					if !ok {
+				if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
+					if r2, ok = hex4(s[i+2:]); !ok {
 						return "", false
 					}
 				}
 				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-					r, s = dec, s[6:]
+					r = dec
+					i += 6
 				} else {
 					r = utf8.RuneError
 				}
 			}
-			buf = utf8.AppendRune(buf, r)
+			b.WriteRune(r)
 		default:
 			return "", false
 		}
+		start = i
 	}
-	return string(buf), true
+	keep(s[start:])
+	return b.String(), true
 }
 
 func hex4(b []byte) (rune, bool) {
