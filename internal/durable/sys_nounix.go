@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !unix || aix
 
 package durable
 
@@ -11,7 +11,7 @@ import (
 // errPlatform refuses Open: the write surface's guarantees rest on flock(2)
 // across processes and on opening files without following symlinks
 // (O_NOFOLLOW) and checking the opened descriptor, which this package
-// implements for unix only.
+// implements for unix only (AIX has no flock).
 var errPlatform = ErrPlatform
 
 func linkCount(fi fs.FileInfo) uint64 { return 1 }
