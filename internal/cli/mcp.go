@@ -23,9 +23,18 @@ Write tools (rw.safe_write, rw.chunk_*, rw.scratch_*, rw.handoff_*,
 rw.checkpoint*, rw.risk_score, rw.validate, rw.journal_tail, rw.analytics)
 with the same names, arguments and error envelope, plus rw.read, rw.edit,
 rw.list, rw.move, rw.mkdir, rw.stat and rw.search. Writes are atomic,
-fsynced and journaled; every path is confined to the roots.
+fsynced and journaled; every path is confined to the roots, and no tool
+reads a file through a symlink or a second hard link.
 
-It speaks MCP on stdin/stdout (exiting when stdin closes), or streamable
+Any number of apiary mcp processes (one per agent session, stdio or
+--listen) may serve one workspace at once: guarded writes, appends, chunk
+sessions, scratch, checkpoints and the journal are serialized across them by
+flock on lock files in the state directory, which die with their holder. A
+write whose writer died before its journal row is journaled, marked
+recovered, by the next server to touch it.
+
+It speaks MCP on stdin/stdout (exiting when stdin closes; a malformed line
+is answered with a JSON-RPC error and the session goes on), or streamable
 HTTP at http://ADDR/mcp with --listen.
 
 With a capability (--capability, else $APIARY_CAPABILITY) every tool call

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -29,6 +28,11 @@ type writeOpts struct {
 	refuseHardLinks bool        // refuse to replace a file with more than one link
 	perm            fs.FileMode // mode of a new file (before umask); default 0644
 	disp            string      // path named in envelopes
+	sha             string      // SHA-256 of data, if the caller has it
+	// beforeCommit runs after the last cancellation check, just before the
+	// rename; an error aborts the write (the lock protocol records the
+	// journal row there).
+	beforeCommit func() error
 }
 
 // sha256Hex returns the hex SHA-256 of b.
@@ -105,34 +109,32 @@ func syncDir(r *os.Root, dir string) error {
 //     existing file's mode (and owner, when permitted);
 //  3. the bytes are written, fsynced, read back and hashed;
 //  4. the context is checked: this is the last point a cancel takes effect;
+//     then o.beforeCommit runs;
 //  5. the temp is renamed over the target, or for noClobber renamed with
 //     RENAME_NOREPLACE (link+unlink where unsupported), which fails rather
 //     than replace a file created meanwhile;
 //  6. the directory is fsynced.
 //
-// It returns the SHA-256 of data. Any fsync or close failure fails the whole
-// write and removes the temp: the data is never assumed durable after an
-// error. errExists reports a noClobber conflict.
-func (w *Workspace) writeAtomic(ctx context.Context, r *os.Root, rel string, data []byte, o writeOpts) (string, error) {
+// committed reports whether the rename happened (only a failed directory
+// fsync returns an error after it). Any fsync or close failure fails the
+// whole write and removes the temp: the data is never assumed durable after
+// an error. errExists reports a noClobber conflict.
+func (w *Workspace) writeAtomic(ctx context.Context, r *os.Root, rel string, data []byte, o writeOpts) (committed bool, err error) {
 	if o.disp == "" {
 		o.disp = rel
 	}
-	dir, base := path.Split(rel)
-	dir = strings.TrimSuffix(dir, "/")
-	if dir == "" {
-		dir = "."
-	}
+	dir, base := splitRel(rel)
 	if err := ensureDir(r, dir, o.disp); err != nil {
-		return "", err
+		return false, err
 	}
 	pr, err := r.OpenRoot(dir)
 	if err != nil {
-		return "", fsError(err, o.disp)
+		return false, fsError(err, o.disp)
 	}
 	defer pr.Close()
 	d, err := pr.Open(".")
 	if err != nil {
-		return "", fsError(err, o.disp)
+		return false, fsError(err, o.disp)
 	}
 	defer d.Close()
 
@@ -147,71 +149,78 @@ func (w *Workspace) writeAtomic(ctx context.Context, r *os.Root, rel string, dat
 	case exists:
 		switch {
 		case fi.IsDir():
-			return "", fsError(&fs.PathError{Op: "open", Path: rel, Err: syscall.EISDIR}, o.disp)
+			return false, fsError(&fs.PathError{Op: "open", Path: rel, Err: syscall.EISDIR}, o.disp)
 		case fi.Mode()&fs.ModeSymlink != 0:
-			return "", policyErr(ReasonPermission, "symlink_in_path", map[string]any{"path": o.disp})
+			return false, policyErr(ReasonPermission, "symlink_in_path", map[string]any{"path": o.disp})
 		case !fi.Mode().IsRegular():
-			return "", policyErr(ReasonUnknown, "not_a_regular_file", map[string]any{"path": o.disp})
+			return false, policyErr(ReasonUnknown, "not_a_regular_file", map[string]any{"path": o.disp})
 		case o.noClobber:
-			return "", errExists
+			return false, errExists
 		case o.refuseHardLinks && linkCount(fi) > 1:
-			return "", policyErr(ReasonPermission, "hard_link_refused", map[string]any{"path": o.disp, "links": linkCount(fi)})
+			return false, policyErr(ReasonPermission, "hard_link_refused", map[string]any{"path": o.disp, "links": linkCount(fi)})
 		}
 		perm = fi.Mode().Perm()
 		if uid, gid, ok := owner(fi); ok && (uid != os.Geteuid() || gid != os.Getegid()) {
 			keepOwner = &[2]int{uid, gid}
 		}
 	case !errors.Is(err, fs.ErrNotExist):
-		return "", fsError(err, o.disp)
+		return false, fsError(err, o.disp)
 	}
 
 	tmp := w.tmpName(base)
 	f, err := pr.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
-		return "", fsError(err, o.disp)
+		return false, fsError(err, o.disp)
 	}
-	committed := false
+	closed := false
 	defer func() {
-		if !committed {
+		if !closed {
 			f.Close()
 			pr.Remove(tmp)
 		}
 	}()
 	if exists {
 		if err := f.Chmod(perm); err != nil {
-			return "", fsError(err, o.disp)
+			return false, fsError(err, o.disp)
 		}
 		if keepOwner != nil {
 			f.Chown(keepOwner[0], keepOwner[1]) // best effort: only root may give files away
 		}
 	}
 	if _, err := f.Write(data); err != nil {
-		return "", fsError(err, o.disp)
+		return false, fsError(err, o.disp)
 	}
 	if err := f.Sync(); err != nil {
-		return "", fsError(err, o.disp)
+		return false, fsError(err, o.disp)
 	}
-	want := sha256Hex(data)
+	want := o.sha
+	if want == "" {
+		want = sha256Hex(data)
+	}
 	h := sha256.New()
 	buf := make([]byte, min(len(data)+1, 64<<10))
 	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, int64(len(data))+1), buf); err != nil {
-		return "", fsError(err, o.disp)
+		return false, fsError(err, o.disp)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		return "", corruptErr(ReasonUnknown, "read_back_mismatch", map[string]any{"path": o.disp, "expected_sha256": want, "actual_sha256": got, "bytes": len(data)})
+		return false, corruptErr(ReasonUnknown, "read_back_mismatch", map[string]any{"path": o.disp, "expected_sha256": want, "actual_sha256": got, "bytes": len(data)})
 	}
+	closed = true
 	if err := f.Close(); err != nil {
-		committed = true // closed; still remove the temp
 		pr.Remove(tmp)
-		return "", fsError(err, o.disp)
+		return false, fsError(err, o.disp)
 	}
 	if err := ctx.Err(); err != nil {
-		committed = true
 		pr.Remove(tmp)
-		return "", err
+		return false, err
+	}
+	if o.beforeCommit != nil {
+		if err := o.beforeCommit(); err != nil {
+			pr.Remove(tmp)
+			return false, fsError(err, o.disp)
+		}
 	}
 	// Commit point: from here on the write completes even if cancelled.
-	committed = true
 	if o.noClobber {
 		err = renameNoReplace(d, tmp, d, base)
 		if errors.Is(err, errNoReplaceUnsupported) {
@@ -222,17 +231,17 @@ func (w *Workspace) writeAtomic(ctx context.Context, r *os.Root, rel string, dat
 		}
 		if errors.Is(err, fs.ErrExist) {
 			pr.Remove(tmp)
-			return "", errExists
+			return false, errExists
 		}
 	} else {
 		err = pr.Rename(tmp, base)
 	}
 	if err != nil {
 		pr.Remove(tmp)
-		return "", fsError(err, o.disp)
+		return false, fsError(err, o.disp)
 	}
 	if err := d.Sync(); err != nil {
-		return "", corruptErr(ReasonUnknown, "dir_fsync_failed", map[string]any{"path": o.disp, "detail": err.Error()})
+		return true, corruptErr(ReasonUnknown, "dir_fsync_failed", map[string]any{"path": o.disp, "detail": err.Error()})
 	}
-	return want, nil
+	return true, nil
 }

@@ -28,9 +28,11 @@ func (f *fixture) plant(t testing.TB) {
 	must(t, os.Symlink("sub/../../outside", f.path("sneaky")))
 }
 
-// TestAttacks fires every input class of the reference's §5 and issue item
-// 6 at every tool that takes a path, in every mode: each must be refused
-// with policy_violation/permission and leave the outside untouched.
+// TestAttacks fires every input class of the reference's §5 (the path
+// attacks known against MCP filesystem servers), plus sibling prefixes and
+// the state directory, at every tool that takes a path, in every mode: each
+// must be refused with policy_violation/permission and leave the outside
+// untouched.
 func TestAttacks(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, durable.Config{})

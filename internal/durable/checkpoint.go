@@ -92,7 +92,11 @@ func (w *Workspace) Checkpoint(ctx context.Context, p CheckpointParams) (Result,
 	if err := decodeJSON(p.Data, &data); err != nil {
 		return nil, encodingErr("data_not_json: "+err.Error(), nil)
 	}
-	defer w.locks.lock("checkpoint\x00" + p.Name)()
+	h, err := w.acquire(ctx, lockName(classCheckpoint, p.Name), true, true)
+	if err != nil {
+		return nil, err
+	}
+	defer h.unlock()
 	st, err := w.stateRoot(true)
 	if err != nil {
 		return nil, err
@@ -100,7 +104,7 @@ func (w *Workspace) Checkpoint(ctx context.Context, p CheckpointParams) (Result,
 	defer st.Close()
 	now := isoSeconds(w.nowUTC())
 	created := any(now)
-	if old, err := st.ReadFile(checkpointFile(p.Name)); err == nil {
+	if old, err := w.readState(st, checkpointFile(p.Name)); err == nil {
 		var m map[string]any
 		if decodeJSON(old, &m) == nil {
 			if c, ok := m["created_at"]; ok {
@@ -121,15 +125,15 @@ func (w *Workspace) Checkpoint(ctx context.Context, p CheckpointParams) (Result,
 	if statErr == nil {
 		mode = ModeOverwrite
 	}
-	sha, id, _, err := w.writeState(ctx, st, checkpointFile(p.Name), text, false, mode)
+	sha, j, err := w.writeState(ctx, h, st, checkpointFile(p.Name), text, false, mode)
 	if err != nil {
 		return nil, err
 	}
 	p.Progress.report(float64(len(text)), float64(len(text)), "checkpoint written")
-	return Result{
+	return j.annotate(Result{
 		"ok": true, "name": p.Name, "format": format, "ttl": ttl, "checkpoint_path": w.statePath(checkpointFile(p.Name)),
-		"sha256": sha, "bytes": len(text), "journal_id": id, "created_at": created, "updated_at": now, "chunked": chunked,
-	}, nil
+		"sha256": sha, "bytes": len(text), "journal_id": j.id, "created_at": created, "updated_at": now, "chunked": chunked,
+	}), nil
 }
 
 // CheckpointRead returns a checkpoint's data and metadata.
@@ -149,7 +153,7 @@ func (w *Workspace) CheckpointRead(ctx context.Context, name string) (Result, er
 		return nil, notFound
 	}
 	defer st.Close()
-	raw, err := st.ReadFile(checkpointFile(name))
+	raw, err := w.readState(st, checkpointFile(name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, notFound
 	}
@@ -206,7 +210,7 @@ func (w *Workspace) checkpoints() ([]checkpointEntry, error) {
 		if !ok || !e.Type().IsRegular() {
 			continue
 		}
-		raw, err := st.ReadFile(checkpointDir + "/" + e.Name())
+		raw, err := w.readState(st, checkpointDir+"/"+e.Name())
 		if err != nil {
 			continue
 		}
@@ -292,20 +296,21 @@ func (w *Workspace) CheckpointCleanup(ctx context.Context, includeSession bool) 
 		removed = append(removed, map[string]any{"name": c.name, "ttl": ttl, "reason": "expired"})
 	}
 	if len(drop) > 0 {
-		defer w.locks.lock("checkpoint\x00cleanup")()
 		st, err := w.stateRoot(false)
 		if err != nil {
 			return nil, err
 		}
 		if st != nil {
 			for _, n := range drop {
-				unlock := w.locks.lock("checkpoint\x00" + n)
-				if err := st.Remove(checkpointFile(n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					unlock()
+				h, err := w.acquire(ctx, lockName(classCheckpoint, n), true, true)
+				if err == nil {
+					err = st.Remove(checkpointFile(n))
+					h.unlock()
+				}
+				if err != nil && !errors.Is(err, fs.ErrNotExist) {
 					st.Close()
 					return nil, fsError(err, w.statePath(checkpointFile(n)))
 				}
-				unlock()
 			}
 			if err := syncDir(st, checkpointDir); err != nil {
 				w.log.Warn("durable: fsync checkpoints", "err", err)

@@ -55,7 +55,7 @@ func validateIndex(index int, total *int) error {
 func sessionDir(s string) string               { return "chunks/" + s }
 func partName(s string, i int) string          { return fmt.Sprintf("chunks/%s/part-%03d.txt", s, i) }
 func manifestName(s string) string             { return "chunks/" + s + "/manifest.json" }
-func sessionLock(s string) string              { return "chunks\x00" + s }
+func sessionLock(s string) string              { return lockName(classChunk, s) }
 func (w *Workspace) chunkDisp(s string) string { return w.statePath(sessionDir(s)) }
 
 // ChunkWriteParams are rw.chunk_write's arguments.
@@ -78,8 +78,12 @@ func (w *Workspace) ChunkWrite(ctx context.Context, p ChunkWriteParams) (Result,
 	if err := validateIndex(p.Index, p.TotalExpected); err != nil {
 		return nil, err
 	}
-	defer w.locks.lock(sessionLock(p.Session))()
-	return w.writePart(ctx, p.Session, p.Index, p.Content, p.TotalExpected, false)
+	h, err := w.acquire(ctx, sessionLock(p.Session), true, true)
+	if err != nil {
+		return nil, err
+	}
+	defer h.unlock()
+	return w.writePart(ctx, h, p.Session, p.Index, p.Content, p.TotalExpected, false)
 }
 
 // ChunkAppendParams are rw.chunk_append's arguments.
@@ -90,8 +94,9 @@ type ChunkAppendParams struct {
 }
 
 // ChunkAppend writes the part after the highest existing one (gaps are not
-// filled), or part 1. Appends to one session are serialized and each part
-// is created exclusively, so N concurrent appends leave N parts.
+// filled), or part 1. Appends to one session are serialized by the session
+// lock across every server process on the root, and each part is created
+// exclusively besides, so N concurrent appends leave N parts.
 func (w *Workspace) ChunkAppend(ctx context.Context, p ChunkAppendParams) (Result, error) {
 	if err := w.allow("rw.chunk_append", ""); err != nil {
 		return nil, err
@@ -102,7 +107,11 @@ func (w *Workspace) ChunkAppend(ctx context.Context, p ChunkAppendParams) (Resul
 	if err := validateTotal(p.TotalExpected); err != nil {
 		return nil, err
 	}
-	defer w.locks.lock(sessionLock(p.Session))()
+	h, err := w.acquire(ctx, sessionLock(p.Session), true, true)
+	if err != nil {
+		return nil, err
+	}
+	defer h.unlock()
 	for range 8 {
 		idx, err := w.partIndices(p.Session)
 		if err != nil {
@@ -115,25 +124,25 @@ func (w *Workspace) ChunkAppend(ctx context.Context, p ChunkAppendParams) (Resul
 		if err := validateIndex(next, p.TotalExpected); err != nil {
 			return nil, err
 		}
-		res, err := w.writePart(ctx, p.Session, next, p.Content, p.TotalExpected, true)
+		res, err := w.writePart(ctx, h, p.Session, next, p.Content, p.TotalExpected, true)
 		if errors.Is(err, errExists) {
-			continue // another process took this index; look again
+			continue // a part written by hand meanwhile; look again
 		}
 		return res, err
 	}
 	return nil, staleErr(ActionRetryLater, "chunk_append_contention", map[string]any{"session": p.Session})
 }
 
-// writePart writes one part and updates the manifest; the session lock is
+// writePart writes one part and updates the manifest; the session lock h is
 // held.
-func (w *Workspace) writePart(ctx context.Context, session string, index int, content string, total *int, exclusive bool) (Result, error) {
+func (w *Workspace) writePart(ctx context.Context, h *lockHandle, session string, index int, content string, total *int, exclusive bool) (Result, error) {
 	st, err := w.stateRoot(true)
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
 	name := partName(session, index)
-	sha, id, _, err := w.writeState(ctx, st, name, []byte(content), exclusive, ModeOverwrite)
+	sha, j, err := w.writeState(ctx, h, st, name, []byte(content), exclusive, ModeOverwrite)
 	if err != nil {
 		return nil, err
 	}
@@ -156,18 +165,18 @@ func (w *Workspace) writePart(ctx context.Context, session string, index int, co
 	if err != nil {
 		return nil, err
 	}
-	if _, _, _, err := w.writeState(context.Background(), st, manifestName(session), data, false, ""); err != nil {
+	if _, _, err := w.writeState(context.WithoutCancel(ctx), h, st, manifestName(session), data, false, ""); err != nil {
 		return nil, err
 	}
-	return Result{
+	return j.annotate(Result{
 		"ok": true, "session": session, "index": index, "chunk_path": w.statePath(name),
-		"sha256": sha, "bytes": len(content), "journal_id": id,
-	}, nil
+		"sha256": sha, "bytes": len(content), "journal_id": j.id,
+	}), nil
 }
 
 // readManifest returns the session manifest, or an empty map if absent.
 func (w *Workspace) readManifest(st *os.Root, session string) (map[string]any, error) {
-	data, err := st.ReadFile(manifestName(session))
+	data, err := w.readState(st, manifestName(session))
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]any{}, nil
 	}
@@ -275,7 +284,7 @@ func (w *Workspace) assemble(ctx context.Context, session, sep string, progress 
 		if err := ctx.Err(); err != nil {
 			return assembled{}, err
 		}
-		part, err := st.ReadFile(partName(session, i))
+		part, err := w.readState(st, partName(session, i))
 		if err != nil {
 			return assembled{}, fsError(err, w.statePath(partName(session, i)))
 		}
@@ -333,7 +342,11 @@ func (w *Workspace) ChunkCompose(ctx context.Context, p ChunkComposeParams) (Res
 	if err := validateSession(p.Session); err != nil {
 		return nil, err
 	}
-	defer w.locks.lock(sessionLock(p.Session))()
+	hs, err := w.acquire(ctx, sessionLock(p.Session), true, true)
+	if err != nil {
+		return nil, err
+	}
+	defer hs.unlock()
 	a, err := w.assemble(ctx, p.Session, p.Separator, p.Progress)
 	if err != nil {
 		return nil, err
@@ -345,18 +358,21 @@ func (w *Workspace) ChunkCompose(ctx context.Context, p ChunkComposeParams) (Res
 	if err := w.allow(tool, t.disp); err != nil {
 		return nil, err
 	}
-	unlock := w.locks.lock(t.lockKey())
-	_, exists, err := w.readExisting(t)
+	hp, err := w.lockPath(ctx, t)
 	if err != nil {
-		unlock()
+		return nil, err
+	}
+	exists, err := w.statExisting(t)
+	if err != nil {
+		hp.unlock()
 		return nil, err
 	}
 	mode := ModeCreate
 	if exists {
 		mode = ModeOverwrite
 	}
-	wr, err := w.writeUserLocked(ctx, t, a.data, mode, !exists)
-	unlock()
+	wr, err := w.writeUserLocked(ctx, hp, t, a.data, mode, !exists)
+	hp.unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -366,10 +382,10 @@ func (w *Workspace) ChunkCompose(ctx context.Context, p ChunkComposeParams) (Res
 		}
 	}
 	p.Progress.report(float64(a.count+1), float64(a.count+1), "composed")
-	return Result{
+	return wr.j.annotate(Result{
 		"ok": true, "session": p.Session, "output_path": wr.disp, "sha256": wr.sha, "bytes": wr.size,
-		"chunk_count": a.count, "chunk_hashes": a.hashes, "journal_id": wr.id, "cleaned_up": p.Cleanup,
-	}, nil
+		"chunk_count": a.count, "chunk_hashes": a.hashes, "journal_id": wr.j.id, "cleaned_up": p.Cleanup,
+	}), nil
 }
 
 // removeSession deletes a session directory and returns how many files it
@@ -379,10 +395,15 @@ func (w *Workspace) removeSession(session string) error {
 	return err
 }
 
+// resetSession removes a session and returns the number of files it held,
+// or -1 when there was no such session.
 func (w *Workspace) resetSession(session string) (int, error) {
 	st, err := w.stateRoot(false)
-	if err != nil || st == nil {
+	if err != nil {
 		return 0, err
+	}
+	if st == nil {
+		return -1, nil
 	}
 	defer st.Close()
 	removed := 0
@@ -417,7 +438,11 @@ func (w *Workspace) ChunkReset(ctx context.Context, session string) (Result, err
 	if err := validateSession(session); err != nil {
 		return nil, err
 	}
-	defer w.locks.lock(sessionLock(session))()
+	h, err := w.acquire(ctx, sessionLock(session), w.stateExists(), true)
+	if err != nil {
+		return nil, err
+	}
+	defer h.unlock()
 	n, err := w.resetSession(session)
 	if err != nil {
 		return nil, err
@@ -437,7 +462,11 @@ func (w *Workspace) ChunkStatus(ctx context.Context, session string) (Result, er
 	if err := validateSession(session); err != nil {
 		return nil, err
 	}
-	defer w.locks.lock(sessionLock(session))()
+	h, err := w.acquire(ctx, sessionLock(session), false, true)
+	if err != nil {
+		return nil, err
+	}
+	defer h.unlock()
 	st, err := w.stateRoot(false)
 	if err != nil {
 		return nil, err
@@ -479,7 +508,11 @@ func (w *Workspace) ChunkPreview(ctx context.Context, p ChunkPreviewParams) (Res
 	if err := validateSession(p.Session); err != nil {
 		return nil, err
 	}
-	defer w.locks.lock(sessionLock(p.Session))()
+	h, err := w.acquire(ctx, sessionLock(p.Session), false, true)
+	if err != nil {
+		return nil, err
+	}
+	defer h.unlock()
 	a, err := w.assemble(ctx, p.Session, p.Separator, p.Progress)
 	if err != nil {
 		return nil, err

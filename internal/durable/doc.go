@@ -14,7 +14,8 @@
 // reason_hint, detected_patterns, suggested_action, retry_budget, context;
 // see spec/errors.schema.json there). errors.Is(err, ErrStalePrecondition)
 // and the other kind sentinels work. Context always carries "retriable"
-// (true only for the network and size_limit hints). Input errors are
+// (true for the network and size_limit hints, as Resilient Write's
+// is_retriable, and for suggested_action retry_later). Input errors are
 // policy_violation/encoding with Resilient Write's reason strings. A
 // classifier refusal (blocked/content_filter) carries a retry budget that
 // really counts down: keyed on (tool, path, content SHA-256), persisted in
@@ -29,21 +30,52 @@
 // A write (writeAtomic) opens the parent directory once as its own os.Root
 // and does everything relative to it: temp file ".<name>.tmp.<pid>.<hex>"
 // created O_EXCL with the existing file's mode (and owner when permitted),
-// write, fsync, read-back hash, then — the commit point, the last place a
-// cancelled context takes effect — rename over the target, or for create
-// renameat2(RENAME_NOREPLACE) (link+unlink where unsupported) so a file
-// created meanwhile is never clobbered, then fsync of the directory (and of
-// the parent of every directory created on the way). Only then is the
-// journal row appended and fsynced, and only then does the call return. Any
-// fsync or close error fails the whole write; nothing retries an fsync.
-// Writers to one path, one chunk session, the scratch index and one
-// checkpoint are serialized; everything else runs concurrently.
+// write, fsync, read-back hash, the journal row recorded with the write's
+// lock (below), then — the commit point, the last place a cancelled context
+// takes effect — rename over the target, or for create
+// renameat2(RENAME_NOREPLACE) (renameatx_np RENAME_EXCL on darwin,
+// link+unlink elsewhere) so a file created meanwhile is never clobbered,
+// then fsync of the directory (and of the parent of every directory created
+// on the way). Only then is the journal row appended and fsynced, and only
+// then does the call return. Any fsync or close error before the commit
+// point fails the whole write; nothing retries an fsync. A journal append
+// that fails after it does not fail a write that landed: the result says
+// journal_degraded (with a journal_append_failed warning) and the row stays
+// recorded until a later holder of the lock, or the next Open, journals it,
+// marked "recovered": true.
 //
 // Open sweeps temp files left by dead processes (or older than SweepAge),
-// cuts a torn (unterminated, unparsable) last journal line, and compares
-// the latest journal row of recently written paths with the disk
+// cuts a torn (unterminated, unparsable) last journal line, journals every
+// recorded write that landed but lost its writer before its row
+// (StartupReport.Recovered; one that did not land is forgotten), and
+// compares the latest journal row of recently written paths with the disk
 // (StartupReport.Drifted: reported, never "repaired"). A torn line found
 // later is cut before the next append, so it can never poison the journal.
+// Open creates nothing: a workspace without state stays without.
+//
+// # Many servers, one root
+//
+// Every agent session starts its own server, so any number of processes
+// (stdio and HTTP, and Workspaces within one process) may serve one root at
+// once, with one truth: guarded writes (expected_prev_sha256),
+// create-if-absent, appends, chunk sessions, the scratch index, checkpoints,
+// retry budgets and the journal are serialized across all of them by
+// flock(2) on lock files under <state>/locks/ (decision: D-3). A key — a
+// user path (root and canonical path), a chunk session, a checkpoint name —
+// maps to one of 256 lock files of its class by the first byte of its
+// SHA-256; the scratch index, the retry budgets and the journal have one
+// file each. A holder takes its process's own mutex for the file, then the
+// flock, then checks that the path still names the file it locked. Classes
+// are taken in one order (chunk, path, checkpoint, scratch, attempts,
+// journal; two paths, for rw.move, in name order), so no two holders wait
+// on each other. flock belongs to the open file description, so the kernel
+// releases it when its holder dies, SIGKILL included: no lock outlives its
+// holder, and no lock file is ever deleted (deleting one would let two
+// holders lock different files of one name). A writer waiting for a lock
+// gives up when its context ends. Before its commit point a journaled write
+// records its journal row in its lock file (synced); after appending the
+// row it clears the record; whoever takes a lock and finds a record settles
+// it, as Open does for every lock nobody holds.
 //
 // # Confinement
 //
@@ -77,6 +109,7 @@
 //	scratch/<sha256>.bin, scratch/index.jsonl
 //	checkpoints/<name>.json
 //	handoffs/<YYYYmmddTHHMMSSZ>_<task_id>.md
+//	locks/<class>-<hex>.lock, scratch.lock, attempts.lock, journal.lock
 //
 // It is refused as a user path (an agent cannot rewrite the policy or forge
 // journal rows — in Resilient Write it can). CompatStateDir
@@ -86,13 +119,17 @@
 //
 // # Differences from Resilient Write
 //
-// Beyond the fixes above: chunk_append under concurrency leaves one part
-// per call; a checkpoint above 1 MiB is written in one transaction (so no
+// Beyond the fixes above: chunk_append under concurrency, in one server or
+// many, leaves one part per call; chunk_reset of a session that never
+// existed says existed:false even on a workspace with no state yet; a checkpoint above 1 MiB is written in one transaction (so no
 // multibyte character is ever split) and still reports chunked:true; ENOSPC
 // suggests split, not abort; a bad analytics "since" is an envelope, not a
 // crash; handoff archive names use a sanitised task_id; rw.validate also
 // checks TOML, Go (go/parser), Markdown fences, and Python through Config.Python
-// (Python3 runs python3; without it the result says unsupported); the
+// (Python3 runs python3; without it the result says unsupported), and
+// places a YAML error where libyaml's problem mark (and so PyYAML) puts it,
+// line and column; rw.list and rw.search globs are doublestar's (linear
+// time, "{a,b}" alternation); the
 // journal modes also include "edit" and "move" (rw.move rows carry "from").
 // Results are JSON objects with sorted keys like Resilient Write's;
 // envelopes and journal rows are additionally ASCII-escaped, so they are
@@ -107,4 +144,11 @@
 //
 // The environment (RW_WORKSPACE, RW_POLICY_FILE, RW_SCRATCH_DISABLE_GET) is
 // read by package cli and passed in Config; this package never reads it.
+//
+// # Platforms
+//
+// The guarantees above rest on flock(2) and on O_NOFOLLOW opens checked
+// with fstat, implemented for unix (linux, darwin and the BSDs). Elsewhere
+// Open refuses with ErrPlatform rather than serve a root it cannot keep
+// safe.
 package durable

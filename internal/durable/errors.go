@@ -105,10 +105,12 @@ func (e *Error) Unwrap() error {
 	return nil
 }
 
-// Retriable reports whether retrying without operator help can succeed: only
-// the network and size_limit hints are.
+// Retriable reports whether retrying without operator help can succeed:
+// Resilient Write's rule (the network and size_limit hints), and every
+// envelope whose suggested action is retry_later — an envelope telling the
+// model to retry must not also tell it that retrying is futile.
 func (e *Error) Retriable() bool {
-	return e.Reason == ReasonNetwork || e.Reason == ReasonSizeLimit
+	return e.Reason == ReasonNetwork || e.Reason == ReasonSizeLimit || e.Action == ActionRetryLater
 }
 
 // Envelope returns the envelope as a map; context gets "retriable" and the

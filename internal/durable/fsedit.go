@@ -49,7 +49,11 @@ func (w *Workspace) Edit(ctx context.Context, p EditParams) (Result, error) {
 	if err := w.allow(tool, t.disp); err != nil {
 		return nil, err
 	}
-	defer w.locks.lock(t.lockKey())()
+	h, err := w.acquire(ctx, lockName(classPath, t.lockKey()), !p.DryRun, true)
+	if err != nil {
+		return nil, err
+	}
+	defer h.unlock()
 	old, exists, err := w.readExisting(t)
 	if err != nil {
 		return nil, err
@@ -80,12 +84,12 @@ func (w *Workspace) Edit(ctx context.Context, p EditParams) (Result, error) {
 		res["sha256"], res["new_sha256"], res["bytes"] = cur, sha256Hex([]byte(updated)), len(updated)
 		return res, nil
 	}
-	wr, err := w.writeUserLocked(ctx, t, []byte(updated), "edit", false)
+	wr, err := w.writeUserLocked(ctx, h, t, []byte(updated), "edit", false)
 	if err != nil {
 		return nil, err
 	}
-	res["sha256"], res["bytes"], res["journal_id"], res["wrote_at"] = wr.sha, wr.size, wr.id, wr.ts
-	return res, nil
+	res["sha256"], res["bytes"], res["journal_id"], res["wrote_at"] = wr.sha, wr.size, wr.j.id, wr.j.ts
+	return wr.j.annotate(res), nil
 }
 
 // crlfOnly reports whether text has line breaks and every one is CRLF.

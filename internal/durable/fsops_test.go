@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -182,5 +183,49 @@ func TestListMoveMkdirStatSearch(t *testing.T) {
 	}
 	if _, err := f.w.Search(ctx, durable.SearchParams{Pattern: "(", Regex: true}); err == nil {
 		t.Fatal("bad regex accepted")
+	}
+}
+
+// TestGlobPathological: globs agents send to rw.list and rw.search are
+// matched in time linear in the pattern times the path. With the
+// backtracking matcher this package had, eight "**" against a 25-segment
+// path took 228 ms per candidate and each further "**" multiplied that;
+// these sixteen would not finish before the test's deadline.
+func TestGlobPathological(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, durable.Config{})
+	deep := strings.Repeat("d/", 18) + "leaf.txt" // rw.list descends 20 levels
+	must(t, os.MkdirAll(filepath.Dir(f.path(deep)), 0o755))
+	must(t, os.WriteFile(f.path(deep), []byte("needle\n"), 0o644))
+	ctx := t.Context()
+	for _, tc := range []struct {
+		glob string
+		want int
+	}{
+		{strings.Repeat("**/", 8) + "x.go", 0},
+		{strings.Repeat("**/d/", 8) + "nomatch", 0},
+		{strings.Repeat("**/", 16) + "*.txt", 1},
+		{"**/" + strings.Repeat("d/**/", 12) + "leaf.txt", 1},
+		{strings.Repeat("*/", 18) + "leaf.{txt,md}", 1},
+	} {
+		res, err := f.w.List(ctx, durable.ListParams{Glob: strp(tc.glob)})
+		must(t, err)
+		files := 0
+		for _, e := range res["entries"].([]map[string]any) {
+			if e["type"] == "file" {
+				files++
+			}
+		}
+		if files != tc.want {
+			t.Fatalf("list %q: %d files, want %d", tc.glob, files, tc.want)
+		}
+		sr, err := f.w.Search(ctx, durable.SearchParams{Pattern: "needle", Glob: strp(tc.glob)})
+		must(t, err)
+		if n := len(sr["matches"].([]map[string]any)); n != tc.want {
+			t.Fatalf("search %q: %d matches, want %d", tc.glob, n, tc.want)
+		}
+	}
+	if _, err := f.w.List(ctx, durable.ListParams{Glob: strp("[")}); err == nil {
+		t.Fatal("a malformed glob was accepted")
 	}
 }

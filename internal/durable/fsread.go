@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -40,16 +41,17 @@ func (w *Workspace) Read(ctx context.Context, p ReadParams) (Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := t.root.r.Lstat(t.rel)
+	// One open, checked on the descriptor, then read from it: a file swapped
+	// for a hard link (or anything but a regular file) after any earlier
+	// check is refused, never read.
+	f, fi, err := openChecked(t.root.r, t.rel, p.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, staleErr(ActionAbort, "not_found", map[string]any{"path": p.Path})
 	}
 	if err != nil {
 		return nil, fsError(err, p.Path)
 	}
-	if err := checkRegular(fi, p.Path); err != nil {
-		return nil, err
-	}
+	defer f.Close()
 	if fi.Size() > readMaxFile {
 		return nil, newErr(KindQuotaExceeded, ReasonSizeLimit, ActionSplit, map[string]any{"path": p.Path, "reason": "file_too_large", "bytes": fi.Size(), "limit": readMaxFile})
 	}
@@ -60,7 +62,10 @@ func (w *Workspace) Read(ctx context.Context, p ReadParams) (Result, error) {
 	case ranged && (p.Head != nil || p.Tail != nil):
 		return nil, encodingErr("line_range_and_head_tail_are_exclusive", nil)
 	}
-	data, err := t.root.r.ReadFile(t.rel)
+	data, err := readAllFrom(f, fi.Size(), readMaxFile)
+	if errors.Is(err, errTooLarge) {
+		return nil, newErr(KindQuotaExceeded, ReasonSizeLimit, ActionSplit, map[string]any{"path": p.Path, "reason": "file_too_large", "limit": readMaxFile})
+	}
 	if err != nil {
 		return nil, fsError(err, p.Path)
 	}
@@ -177,7 +182,9 @@ func (w *Workspace) Stat(ctx context.Context, p string) (Result, error) {
 		"nlink": linkCount(fi),
 	}
 	if fi.Mode().IsRegular() && linkCount(fi) == 1 && fi.Size() <= readMaxFile {
-		if data, err := t.root.r.ReadFile(t.rel); err == nil {
+		// Hash what the checked descriptor holds, and only if it is still
+		// the file just described.
+		if data, dfi, err := readChecked(t.root.r, t.rel, p, readMaxFile); err == nil && os.SameFile(fi, dfi) {
 			res["sha256"] = sha256Hex(data)
 		}
 	}

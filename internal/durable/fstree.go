@@ -7,6 +7,8 @@ import (
 	"os"
 	"path"
 	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // Bounds of rw.list.
@@ -25,8 +27,8 @@ type ListParams struct {
 }
 
 // List lists a directory (a tree down to Depth), optionally filtered by a
-// glob on the listed-relative path ("*", "?", "[…]" within one component,
-// "**" for any number of components). The state directory and .git
+// glob on the listed-relative path ("*", "?", "[…]", "{a,b}" within one
+// component, "**" for any number of components). The state directory and .git
 // contents are never listed. Symlinks are reported, not followed.
 func (w *Workspace) List(ctx context.Context, p ListParams) (Result, error) {
 	if err := w.allow("rw.list", ""); err != nil {
@@ -57,10 +59,8 @@ func (w *Workspace) List(ctx context.Context, p ListParams) (Result, error) {
 	if limit < 1 || limit > listHardMax {
 		return nil, encodingErr("max_entries_must_be_in_1..10000", map[string]any{"max_entries": limit})
 	}
-	if p.Glob != nil {
-		if _, err := path.Match(strings.ReplaceAll(*p.Glob, "**", "*"), ""); err != nil {
-			return nil, encodingErr("bad_glob: "+err.Error(), map[string]any{"glob": *p.Glob})
-		}
+	if p.Glob != nil && !validGlob(*p.Glob) {
+		return nil, encodingErr("bad_glob: "+doublestar.ErrBadPattern.Error(), map[string]any{"glob": *p.Glob})
 	}
 	sub, err := t.root.r.OpenRoot(t.rel)
 	if err != nil {
@@ -129,32 +129,17 @@ func joinDisp(t target, rel string) string {
 	return t.disp + "/" + rel
 }
 
-// globMatch matches a slash path against a glob whose "**" components
-// match any number of path components.
+// globMatch matches a slash path against a glob: "*", "?", "[…]" and
+// "{a,b}" within a component, "**" for any number of components. It is
+// doublestar's matcher, which backtracks to at most one "**" at a time, so
+// an agent's glob costs time linear in the pattern times the path however
+// many "**" it has.
 func globMatch(glob, p string) bool {
-	return matchComps(strings.Split(glob, "/"), strings.Split(p, "/"))
+	return doublestar.MatchUnvalidated(glob, p)
 }
 
-func matchComps(g, p []string) bool {
-	for len(g) > 0 {
-		if g[0] == "**" {
-			for i := 0; i <= len(p); i++ {
-				if matchComps(g[1:], p[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(p) == 0 {
-			return false
-		}
-		if ok, err := path.Match(g[0], p[0]); err != nil || !ok {
-			return false
-		}
-		g, p = g[1:], p[1:]
-	}
-	return len(p) == 0
-}
+// validGlob reports whether glob is well formed.
+func validGlob(glob string) bool { return doublestar.ValidatePattern(glob) }
 
 // MkdirParams are rw.mkdir's arguments.
 type MkdirParams struct {
@@ -176,7 +161,6 @@ func (w *Workspace) Mkdir(ctx context.Context, p MkdirParams) (Result, error) {
 	if err := w.allow(tool, t.disp); err != nil {
 		return nil, err
 	}
-	defer w.locks.lock(t.lockKey())()
 	fi, err := t.root.r.Lstat(t.rel)
 	if err == nil {
 		if fi.IsDir() {
@@ -243,12 +227,12 @@ func (w *Workspace) Move(ctx context.Context, p MoveParams) (Result, error) {
 	if to.rel == from.rel || strings.HasPrefix(to.rel, from.rel+"/") {
 		return nil, encodingErr("destination_inside_source", map[string]any{"from": p.From, "to": p.To})
 	}
-	k1, k2 := from.lockKey(), to.lockKey()
-	if k2 < k1 {
-		k1, k2 = k2, k1
+	hs, err := w.lockAll(ctx, lockName(classPath, from.lockKey()), lockName(classPath, to.lockKey()))
+	if err != nil {
+		return nil, err
 	}
-	defer w.locks.lock(k1)()
-	defer w.locks.lock(k2)()
+	defer unlockAll(hs)
+	h := hs[0]
 	r := from.root.r
 	sfi, err := r.Lstat(from.rel)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -256,6 +240,21 @@ func (w *Workspace) Move(ctx context.Context, p MoveParams) (Result, error) {
 	}
 	if err != nil {
 		return nil, fsError(err, p.From)
+	}
+	// A file is moved under the same rules as a read: opened once, checked
+	// on the descriptor (one link, regular), and hashed from it.
+	sha, size := "", int64(0)
+	var moved fs.FileInfo
+	if !sfi.IsDir() {
+		data, dfi, err := readChecked(r, from.rel, p.From, readMaxFile)
+		switch {
+		case errors.Is(err, errTooLarge):
+			moved, size = sfi, sfi.Size()
+		case err != nil:
+			return nil, fsError(err, p.From)
+		default:
+			moved, sha, size = dfi, sha256Hex(data), int64(len(data))
+		}
 	}
 	cur := ""
 	dfi, err := r.Lstat(to.rel)
@@ -267,9 +266,9 @@ func (w *Workspace) Move(ctx context.Context, p MoveParams) (Result, error) {
 		if err := checkRegular(dfi, p.To); err != nil {
 			return nil, err
 		}
-		data, err := r.ReadFile(to.rel)
+		data, _, err := w.readExisting(to)
 		if err != nil {
-			return nil, fsError(err, p.To)
+			return nil, err
 		}
 		cur = sha256Hex(data)
 		if !p.Overwrite {
@@ -279,16 +278,8 @@ func (w *Workspace) Move(ctx context.Context, p MoveParams) (Result, error) {
 	if p.ExpectedPrevSHA256 != nil && *p.ExpectedPrevSHA256 != cur {
 		return nil, staleErr(ActionAskUser, "", map[string]any{"path": p.To, "expected_prev_sha256": *p.ExpectedPrevSHA256, "actual_prev_sha256": cur})
 	}
-	toDir, toBase := path.Split(to.rel)
-	toDir = strings.TrimSuffix(toDir, "/")
-	if toDir == "" {
-		toDir = "."
-	}
-	fromDir, fromBase := path.Split(from.rel)
-	fromDir = strings.TrimSuffix(fromDir, "/")
-	if fromDir == "" {
-		fromDir = "."
-	}
+	toDir, toBase := splitRel(to.rel)
+	fromDir, fromBase := splitRel(from.rel)
 	if err := ensureDir(r, toDir, p.To); err != nil {
 		return nil, err
 	}
@@ -305,6 +296,14 @@ func (w *Workspace) Move(ctx context.Context, p MoveParams) (Result, error) {
 		return nil, fsError(err, p.To)
 	}
 	defer td.Close()
+	row := w.newRow(to.disp, sha, size, "move", map[string]any{"from": from.disp})
+	line, err := recordLine(row)
+	if err == nil {
+		err = h.record(line)
+	}
+	if err != nil {
+		return nil, fsError(err, p.To)
+	}
 	if p.Overwrite {
 		err = renameAt(fd, fromBase, td, toBase)
 	} else {
@@ -315,30 +314,33 @@ func (w *Workspace) Move(ctx context.Context, p MoveParams) (Result, error) {
 			}
 		}
 	}
-	if errors.Is(err, fs.ErrExist) && !p.Overwrite {
-		return nil, staleErr(ActionAskUser, "destination_exists", map[string]any{"path": p.To})
-	}
 	if err != nil {
+		h.settle()
+		if errors.Is(err, fs.ErrExist) && !p.Overwrite {
+			return nil, staleErr(ActionAskUser, "destination_exists", map[string]any{"path": p.To})
+		}
 		return nil, fsError(err, p.To)
 	}
 	for _, d := range []*os.File{fd, td} {
 		if err := d.Sync(); err != nil {
+			h.keep()
 			return nil, corruptErr(ReasonUnknown, "dir_fsync_failed", map[string]any{"path": p.To, "detail": err.Error()})
 		}
 	}
-	sha, size := "", int64(0)
-	if sfi.Mode().IsRegular() {
-		size = sfi.Size()
-		if data, err := r.ReadFile(to.rel); err == nil {
-			sha, size = sha256Hex(data), int64(len(data))
+	if moved != nil {
+		// The source could have been swapped between the check and the
+		// rename; then what moved is not what was hashed, and its hash is
+		// not ours to report.
+		if afi, err := r.Lstat(to.rel); err != nil || !os.SameFile(moved, afi) {
+			row["sha256"], sha = "", ""
+			if line, err = recordLine(row); err != nil {
+				return nil, err
+			}
 		}
 	}
-	id, ts, err := w.appendJournal(to.disp, sha, size, "move", map[string]any{"from": from.disp})
-	if err != nil {
-		return nil, err
-	}
-	return Result{
+	j := w.journalCommitted(ctx, h, row, line)
+	return j.annotate(Result{
 		"ok": true, "from": from.disp, "to": to.disp, "type": fileType(sfi), "sha256": sha, "bytes": size,
-		"overwrote": destExists, "journal_id": id, "wrote_at": ts,
-	}, nil
+		"overwrote": destExists, "journal_id": j.id, "wrote_at": j.ts,
+	}), nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 	"unicode"
@@ -122,7 +121,10 @@ func (w *Workspace) HandoffWrite(ctx context.Context, p HandoffWriteParams) (Res
 	if p.Body != "" {
 		text += "\n" + strings.TrimRightFunc(p.Body, unicode.IsSpace) + "\n"
 	}
-	unlock := w.locks.lock(t.lockKey())
+	h, err := w.lockPath(ctx, t)
+	if err != nil {
+		return nil, err
+	}
 	old, exists, err := w.readExisting(t)
 	if err == nil && exists && p.Archive {
 		taskID, _ := env.get("task_id")
@@ -134,17 +136,17 @@ func (w *Workspace) HandoffWrite(ctx context.Context, p HandoffWriteParams) (Res
 		if exists {
 			mode = ModeOverwrite
 		}
-		wr, err = w.writeUserLocked(ctx, t, []byte(text), mode, !exists)
+		wr, err = w.writeUserLocked(ctx, h, t, []byte(text), mode, !exists)
 	}
-	unlock()
+	h.unlock()
 	if err != nil {
 		return nil, err
 	}
 	lgs, _ := env.get("last_good_state")
-	res := Result{
+	res := wr.j.annotate(Result{
 		"ok": true, "handoff_path": wr.disp, "sha256": wr.sha, "bytes": wr.size,
-		"journal_id": wr.id, "drift_warnings": w.drift(lgs.([]any)),
-	}
+		"journal_id": wr.j.id, "drift_warnings": w.drift(lgs.([]any)),
+	})
 	if refs := w.checkpointRefs(); len(refs) > 0 {
 		res["checkpoint_refs"] = refs
 	}
@@ -177,7 +179,7 @@ func (w *Workspace) archiveHandoff(ctx context.Context, taskID string, old []byt
 		if i > 1 {
 			name = fmt.Sprintf("%s_%d.md", base, i)
 		}
-		_, _, _, err := w.writeState(ctx, st, name, old, true, "")
+		_, _, err := w.writeState(ctx, nil, st, name, old, true, "")
 		if !errors.Is(err, errExists) {
 			return err
 		}
@@ -299,8 +301,8 @@ func (w *Workspace) checkpointRefs() []map[string]any {
 		if !ok || !e.Type().IsRegular() {
 			continue
 		}
-		data, err := st.ReadFile(checkpointDir + "/" + e.Name())
-		if errors.Is(err, fs.ErrNotExist) || err != nil {
+		data, err := w.readState(st, checkpointDir+"/"+e.Name())
+		if err != nil {
 			continue
 		}
 		refs = append(refs, map[string]any{"name": name, "sha256": sha256Hex(data), "bytes": len(data), "path": w.statePath(checkpointDir + "/" + e.Name())})

@@ -35,57 +35,186 @@ func (w *Workspace) stateRoot(create bool) (*os.Root, error) {
 // statePath returns the workspace-relative display path of a state file.
 func (w *Workspace) statePath(rel string) string { return w.state + "/" + rel }
 
-// appendJournal appends one row for a successful write and fsyncs it before
-// returning, so a reply never names a write the journal could lose. Rows are
-// compact JSON with sorted keys: bytes, caller, journal_id, mode, path,
-// sha256, ts (plus any extra keys). A journal that does not end in a newline
-// (a torn or hand-written last line) gets one first.
-func (w *Workspace) appendJournal(disp, sha string, n int64, mode string, extra map[string]any) (id, ts string, err error) {
+// newRow returns the journal row of a write: bytes, caller, journal_id,
+// mode, path, sha256, ts, plus extra keys. Rows are made before the commit
+// point, so a lock record and the journal name the same id.
+func (w *Workspace) newRow(disp, sha string, n int64, mode string, extra map[string]any) map[string]any {
 	now := w.nowUTC()
-	ts = isoSeconds(now)
-	id = "wj_" + hex12(uint64(now.UnixNano())&(1<<48-1)) + w.randHex(4)
-	row := map[string]any{"bytes": n, "caller": w.cfg.Caller, "journal_id": id, "mode": mode, "path": disp, "sha256": sha, "ts": ts}
+	id := "wj_" + hex12(uint64(now.UnixNano())&(1<<48-1)) + w.randHex(4)
+	row := map[string]any{"bytes": n, "caller": w.cfg.Caller, "journal_id": id, "mode": mode, "path": disp, "sha256": sha, "ts": isoSeconds(now)}
 	for k, v := range extra {
 		row[k] = v
 	}
-	line, err := MarshalASCII(row)
-	if err != nil {
-		return "", "", err
+	return row
+}
+
+// journaled is what became of a committed write's journal row.
+type journaled struct {
+	id, ts string
+	// degraded is why the row could not be appended: the write landed, and
+	// the row stays recorded in the lock file until a later holder (or the
+	// next start) journals it, marked recovered.
+	degraded error
+}
+
+// annotate adds journal_degraded and a warning to a result when the
+// journal could not be written.
+func (j journaled) annotate(res Result) Result {
+	if j.degraded == nil {
+		return res
 	}
+	res["journal_degraded"] = true
+	warn := map[string]any{
+		"reason": "journal_append_failed", "detail": j.degraded.Error(),
+		"hint": "the write landed; its journal row is kept with the lock and appended, marked recovered, once the journal can be written",
+	}
+	ws, _ := res["warnings"].([]map[string]any)
+	res["warnings"] = append(ws, warn)
+	return res
+}
+
+// commit writes data to rel in r atomically (writeAtomic). With a row, the
+// row is recorded in h before the commit point and appended to the journal
+// after it: a journal failure then degrades the result instead of failing a
+// write that landed.
+func (w *Workspace) commit(ctx context.Context, h *lockHandle, r *os.Root, rel string, data []byte, o writeOpts, row map[string]any) (journaled, error) {
+	var line []byte
+	if row != nil {
+		var err error
+		if line, err = recordLine(row); err != nil {
+			return journaled{}, err
+		}
+		o.beforeCommit = func() error { return h.record(line) }
+	}
+	committed, err := w.writeAtomic(ctx, r, rel, data, o)
+	if err != nil {
+		if committed {
+			h.keep() // renamed, then a directory fsync failed: let recovery decide
+		} else {
+			h.settle()
+		}
+		return journaled{}, err
+	}
+	if row == nil {
+		return journaled{}, nil
+	}
+	return w.journalCommitted(ctx, h, row, line), nil
+}
+
+// journalCommitted appends the row of a write that has passed its commit
+// point (so ctx no longer cancels it) and clears its lock record.
+func (w *Workspace) journalCommitted(ctx context.Context, h *lockHandle, row map[string]any, line []byte) journaled {
+	j := journaled{}
+	j.id, _ = row["journal_id"].(string)
+	j.ts, _ = row["ts"].(string)
+	if err := w.appendJournalLine(context.WithoutCancel(ctx), line, ""); err != nil {
+		w.log.Warn("durable: write landed but its journal row could not be appended", "path", row["path"], "err", err)
+		h.keep()
+		j.degraded = err
+		return j
+	}
+	h.settle()
+	return j
+}
+
+// appendJournalLine appends one row under the journal lock and fsyncs it
+// before returning, so a reply never names a write the journal could lose.
+// With skipID, nothing is appended when the journal already holds a row
+// with that journal_id (a recovered write whose writer got that far). A
+// journal that does not end in a newline (a torn or hand-written last line)
+// is terminated first.
+func (w *Workspace) appendJournalLine(ctx context.Context, line []byte, skipID string) error {
+	_, err := w.appendJournalRow(ctx, line, skipID)
+	return err
+}
+
+// appendJournalRow is appendJournalLine reporting whether it appended.
+func (w *Workspace) appendJournalRow(ctx context.Context, line []byte, skipID string) (bool, error) {
+	h, err := w.acquire(ctx, lockJournal, true, true)
+	if err != nil {
+		return false, err
+	}
+	defer h.unlock()
+	disp := w.statePath(journalFile)
 	st, err := w.stateRoot(true)
 	if err != nil {
-		return "", "", err
+		return false, err
 	}
 	defer st.Close()
-	w.journal.Lock()
-	defer w.journal.Unlock()
-	_, statErr := st.Lstat(journalFile)
-	f, err := st.OpenFile(journalFile, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	f, created, err := openStateFile(st, journalFile, oRDWR|oAppend, true)
 	if err != nil {
-		return "", "", fsError(err, w.statePath(journalFile))
+		return false, fsError(err, disp)
 	}
 	defer f.Close()
-	prefix, err := w.terminateJournal(f)
-	if err != nil {
-		return "", "", fsError(err, w.statePath(journalFile))
-	}
-	line = append(prefix, line...)
-	line = append(line, '\n')
-	if _, err := f.Write(line); err != nil {
-		return "", "", fsError(err, w.statePath(journalFile))
-	}
-	if err := f.Sync(); err != nil {
-		return "", "", fsError(err, w.statePath(journalFile))
-	}
-	if err := f.Close(); err != nil {
-		return "", "", fsError(err, w.statePath(journalFile))
-	}
-	if errors.Is(statErr, fs.ErrNotExist) {
-		if err := syncDir(st, "."); err != nil {
-			return "", "", fsError(err, w.statePath(journalFile))
+	if skipID != "" {
+		fi, err := f.Stat()
+		if err != nil {
+			return false, fsError(err, disp)
+		}
+		data, err := readAllFrom(f, fi.Size(), -1)
+		if err != nil {
+			return false, fsError(err, disp)
+		}
+		if bytes.Contains(data, []byte(`"journal_id":"`+skipID+`"`)) {
+			return false, nil
 		}
 	}
-	return id, ts, nil
+	prefix, err := w.terminateJournal(f)
+	if err != nil {
+		return false, fsError(err, disp)
+	}
+	buf := make([]byte, 0, len(prefix)+len(line)+1)
+	buf = append(append(append(buf, prefix...), line...), '\n')
+	if _, err := f.Write(buf); err != nil {
+		return false, fsError(err, disp)
+	}
+	if err := f.Sync(); err != nil {
+		return false, fsError(err, disp)
+	}
+	if err := f.Close(); err != nil {
+		return false, fsError(err, disp)
+	}
+	if created {
+		if err := syncDir(st, "."); err != nil {
+			return false, fsError(err, disp)
+		}
+	}
+	return true, nil
+}
+
+// openStateFile opens rel in the state root without following a symlink in
+// its last component, creating it when create (created reports that), and
+// refuses anything but a singly linked regular file.
+func openStateFile(st *os.Root, rel string, flags int, create bool) (f *os.File, created bool, err error) {
+	dir, base := splitRel(rel)
+	d, err := st.Open(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	defer d.Close()
+	for range 10 {
+		f, err = openAt(d, base, flags, 0)
+		if errors.Is(err, fs.ErrNotExist) && create {
+			f, err = openAt(d, base, flags|oCreate, 0o644)
+			if errors.Is(err, fs.ErrExist) {
+				continue
+			}
+			created = err == nil
+		}
+		break
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = checkRegular(fi, rel)
+	}
+	if err != nil {
+		f.Close()
+		return nil, false, err
+	}
+	return f, created, nil
 }
 
 // maxTornLine bounds how much of an unterminated last line
@@ -93,10 +222,10 @@ func (w *Workspace) appendJournal(disp, sha string, n int64, mode string, extra 
 const maxTornLine = 1 << 20
 
 // terminateJournal makes the journal end at a line boundary before an
-// append. An unterminated last line that parses (written by hand) gets its
-// newline (returned as a prefix for the append); one that does not is a
-// torn append of a crashed writer and is cut off, so it can never become a
-// corrupt line in the middle of the journal.
+// append; the journal lock is held. An unterminated last line that parses
+// (written by hand) gets its newline (returned as a prefix for the append);
+// one that does not is a torn append of a crashed writer and is cut off, so
+// it can never become a corrupt line in the middle of the journal.
 func (w *Workspace) terminateJournal(f *os.File) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil || fi.Size() == 0 {
@@ -110,9 +239,6 @@ func (w *Workspace) terminateJournal(f *os.File) ([]byte, error) {
 	tail := make([]byte, n)
 	if _, err := f.ReadAt(tail, fi.Size()-n); err != nil {
 		return nil, err
-	}
-	if tail[n-1] == '\n' {
-		return nil, nil
 	}
 	i := bytes.LastIndexByte(tail, '\n')
 	if i < 0 && n < fi.Size() {
@@ -150,7 +276,7 @@ func (w *Workspace) readJournal() ([]map[string]any, error) {
 		return nil, err
 	}
 	defer st.Close()
-	data, err := st.ReadFile(journalFile)
+	data, err := w.readState(st, journalFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -130,10 +130,10 @@ func (w *Workspace) loadPolicy(base *policy) (*policy, error) {
 		data, err = os.ReadFile(pf)
 	case pf != "":
 		where = filepath.ToSlash(pf)
-		data, err = w.ws().r.ReadFile(filepath.ToSlash(filepath.Clean(pf)))
+		data, _, err = readChecked(w.ws().r, filepath.ToSlash(filepath.Clean(pf)), where, 1<<20)
 	default:
 		where = w.statePath(policyFile)
-		data, err = w.ws().r.ReadFile(where)
+		data, _, err = readChecked(w.ws().r, where, where, 1<<20)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return base, nil

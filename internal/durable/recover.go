@@ -17,9 +17,6 @@ const (
 	reconcileMaxBytes = 64 << 20
 )
 
-// errTooLarge marks a file reconcile does not hash.
-var errTooLarge = errors.New("durable: too large to reconcile")
-
 // StartupReport is what Open found and repaired.
 type StartupReport struct {
 	// SweptTemps are orphan temp files removed (display paths): left by
@@ -28,6 +25,11 @@ type StartupReport struct {
 	// TornJournalBytes is the size of an unterminated, unparsable last
 	// journal line that was cut off (a crash during an append).
 	TornJournalBytes int
+	// Recovered is the number of writes that had landed without their
+	// journal row (the writer died between its rename and its journal
+	// append, or the journal could not be written) and were journaled now,
+	// marked "recovered": true.
+	Recovered int
 	// JournalRows is the number of journal rows.
 	JournalRows int
 	// Drifted lists journaled paths whose latest row's hash no longer
@@ -36,14 +38,19 @@ type StartupReport struct {
 	Drifted []string
 }
 
-// recover sweeps orphan temp files and reconciles the journal. Failures are
-// logged: a damaged workspace must still be servable.
+// recover sweeps orphan temp files, repairs the journal's tail, journals
+// writes that landed without their row, and reconciles the journal with the
+// disk. Failures are logged: a damaged workspace must still be servable. It
+// creates nothing: a workspace without state stays without.
 func (w *Workspace) recover(ctx context.Context) StartupReport {
 	var rep StartupReport
 	for _, r := range w.roots {
 		rep.SweptTemps = append(rep.SweptTemps, w.sweep(ctx, r)...)
 	}
-	rep.TornJournalBytes = w.repairJournalTail()
+	rep.TornJournalBytes = w.repairJournalTail(ctx)
+	before := w.recovered.Load()
+	w.resolveAllPending(ctx)
+	rep.Recovered = int(w.recovered.Load() - before)
 	rows, err := w.readJournal()
 	if err != nil {
 		w.log.Warn("durable: journal unreadable at startup", "err", err)
@@ -51,8 +58,9 @@ func (w *Workspace) recover(ctx context.Context) StartupReport {
 	}
 	rep.JournalRows = len(rows)
 	rep.Drifted = w.reconcile(ctx, rows)
-	if len(rep.SweptTemps) > 0 || rep.TornJournalBytes > 0 || len(rep.Drifted) > 0 {
-		w.log.Info("durable: startup recovery", "swept_temps", len(rep.SweptTemps), "torn_journal_bytes", rep.TornJournalBytes, "drifted_paths", len(rep.Drifted))
+	if len(rep.SweptTemps) > 0 || rep.TornJournalBytes > 0 || rep.Recovered > 0 || len(rep.Drifted) > 0 {
+		w.log.Info("durable: startup recovery", "swept_temps", len(rep.SweptTemps), "torn_journal_bytes", rep.TornJournalBytes,
+			"recovered_writes", rep.Recovered, "drifted_paths", len(rep.Drifted))
 	}
 	return rep
 }
@@ -105,17 +113,20 @@ func (w *Workspace) sweep(ctx context.Context, r *root) []string {
 }
 
 // repairJournalTail cuts an unterminated last journal line that is not
-// valid JSON (a torn append), or terminates one that is. It returns the
-// number of bytes cut.
-func (w *Workspace) repairJournalTail() int {
+// valid JSON (a torn append), or terminates one that is, under the journal
+// lock. It returns the number of bytes cut.
+func (w *Workspace) repairJournalTail(ctx context.Context) int {
+	h, err := w.acquire(ctx, lockJournal, w.stateExists(), true)
+	if err != nil || h == nil {
+		return 0
+	}
+	defer h.unlock()
 	st, err := w.stateRoot(false)
 	if err != nil || st == nil {
 		return 0
 	}
 	defer st.Close()
-	w.journal.Lock()
-	defer w.journal.Unlock()
-	f, err := st.OpenFile(journalFile, os.O_RDWR|os.O_APPEND, 0)
+	f, _, err := openStateFile(st, journalFile, oRDWR|oAppend, false)
 	if err != nil {
 		return 0
 	}
@@ -140,6 +151,36 @@ func (w *Workspace) repairJournalTail() int {
 		return 0
 	}
 	return int(before.Size() - after.Size())
+}
+
+// resolveAllPending settles the records of every lock file nobody holds
+// (acquire resolves them); a lock someone holds is theirs to settle.
+func (w *Workspace) resolveAllPending(ctx context.Context) {
+	st, err := w.stateRoot(false)
+	if err != nil || st == nil {
+		return
+	}
+	ents, _, err := listDir(st, locksDir)
+	st.Close()
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if ctx.Err() != nil {
+			return
+		}
+		if !strings.HasSuffix(e.Name(), ".lock") || !e.Type().IsRegular() {
+			continue
+		}
+		if info, err := e.Info(); err != nil || info.Size() == 0 {
+			continue
+		}
+		h, err := w.acquire(ctx, e.Name(), false, false)
+		if err != nil {
+			w.log.Warn("durable: reading a lock record", "lock", e.Name(), "err", err)
+		}
+		h.unlock()
+	}
 }
 
 // reconcile compares the latest journal row of recently written paths with
@@ -174,12 +215,12 @@ func (w *Workspace) reconcile(ctx context.Context, rows []map[string]any) []stri
 	return drifted
 }
 
-// readDisplay reads a journaled display path (workspace-relative or
-// "@root/…") through its root, up to reconcileMaxBytes.
-func (w *Workspace) readDisplay(p string) ([]byte, error) {
+// displayTarget maps a journaled display path (workspace-relative, state
+// paths included, or "@root/…" when there are several roots) to its root.
+func (w *Workspace) displayTarget(p string) (*os.Root, string, bool) {
 	r := w.ws()
 	rel := p
-	if strings.HasPrefix(p, "@") {
+	if strings.HasPrefix(p, "@") && len(w.roots) > 1 {
 		name, rest, _ := strings.Cut(p[1:], "/")
 		r = nil
 		for _, c := range w.roots[1:] {
@@ -188,16 +229,34 @@ func (w *Workspace) readDisplay(p string) ([]byte, error) {
 			}
 		}
 		if r == nil {
-			return nil, fs.ErrNotExist
+			return nil, "", false
 		}
 		rel = rest
 	}
-	fi, err := r.r.Stat(rel)
-	if err != nil {
-		return nil, err
+	rel = path.Clean(rel)
+	if rel == ".." || strings.HasPrefix(rel, "../") || path.IsAbs(rel) {
+		return nil, "", false
 	}
-	if fi.Size() > reconcileMaxBytes {
-		return nil, errTooLarge
+	return r.r, rel, true
+}
+
+// readDisplay reads a journaled display path through its root with the
+// checks of every read, up to reconcileMaxBytes.
+func (w *Workspace) readDisplay(p string) ([]byte, error) {
+	r, rel, ok := w.displayTarget(p)
+	if !ok {
+		return nil, fs.ErrNotExist
 	}
-	return r.r.ReadFile(rel)
+	data, _, err := readChecked(r, rel, p, reconcileMaxBytes)
+	return data, err
+}
+
+// displayExists reports whether a journaled display path names anything.
+func (w *Workspace) displayExists(p string) bool {
+	r, rel, ok := w.displayTarget(p)
+	if !ok {
+		return false
+	}
+	_, err := r.Lstat(rel)
+	return err == nil
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// attemptsFile persists retry budgets across restarts.
+// attemptsFile persists retry budgets across restarts and processes.
 const attemptsFile = "attempts.json"
 
 // attempt counts identical refusals of one (tool, path, content) triple.
@@ -23,30 +23,30 @@ func budgetKey(tool, p, contentSHA string) string {
 	return tool + "\x00" + p + "\x00" + contentSHA
 }
 
-// loadBudgetLocked reads attempts.json once; w.attempts must be held.
-func (w *Workspace) loadBudgetLocked() {
-	if w.budget != nil {
-		return
-	}
-	w.budget = map[string]*attempt{}
+// loadBudget reads attempts.json. It is read afresh on every use: other
+// server processes on the root count refusals too.
+func (w *Workspace) loadBudget() map[string]*attempt {
+	m := map[string]*attempt{}
 	st, err := w.stateRoot(false)
 	if err != nil || st == nil {
-		return
+		return m
 	}
 	defer st.Close()
-	data, err := st.ReadFile(attemptsFile)
+	data, err := w.readState(st, attemptsFile)
 	if err != nil {
-		return
+		return m
 	}
-	var m map[string]*attempt
-	if json.Unmarshal(data, &m) == nil && m != nil {
-		w.budget = m
+	var got map[string]*attempt
+	if json.Unmarshal(data, &got) == nil && got != nil {
+		m = got
 	}
+	return m
 }
 
-// saveBudgetLocked writes attempts.json atomically (not journaled).
-func (w *Workspace) saveBudgetLocked() error {
-	data, err := marshalIndent(w.budget)
+// saveBudget writes attempts.json atomically (not journaled); the attempts
+// lock is held.
+func (w *Workspace) saveBudget(m map[string]*attempt) error {
+	data, err := marshalIndent(m)
 	if err != nil {
 		return err
 	}
@@ -62,10 +62,7 @@ func (w *Workspace) saveBudgetLocked() error {
 // budgetExhausted returns a quota_exceeded envelope when this exact write
 // has already used up its retry budget.
 func (w *Workspace) budgetExhausted(key string, budget int, p string) *Error {
-	w.attempts.Lock()
-	defer w.attempts.Unlock()
-	w.loadBudgetLocked()
-	a := w.budget[key]
+	a := w.loadBudget()[key]
 	if a == nil || a.Failures <= budget {
 		return nil
 	}
@@ -78,41 +75,54 @@ func (w *Workspace) budgetExhausted(key string, budget int, p string) *Error {
 
 // budgetFail records one more identical refusal and returns the retries
 // left: the budget on the first refusal, then one less each time, then 0.
-func (w *Workspace) budgetFail(key string, budget int, e *Error) int {
-	w.attempts.Lock()
-	defer w.attempts.Unlock()
-	w.loadBudgetLocked()
-	a := w.budget[key]
+func (w *Workspace) budgetFail(ctx context.Context, key string, budget int, e *Error) int {
+	h, err := w.acquire(ctx, lockAttempts, true, true)
+	if err != nil {
+		w.log.Warn("durable: cannot lock retry budgets", "err", err)
+	}
+	defer h.unlock()
+	m := w.loadBudget()
+	a := m[key]
 	if a == nil {
 		a = &attempt{}
-		w.budget[key] = a
+		m[key] = a
 	}
 	left := max(0, budget-a.Failures)
 	a.Failures++
 	a.Reason = e.Reason
 	a.Patterns = e.Patterns
-	if err := w.saveBudgetLocked(); err != nil {
+	if err := w.saveBudget(m); err != nil {
 		w.log.Warn("durable: cannot persist retry budget", "err", err)
 	}
 	return left
 }
 
 // budgetReset forgets the refusals of (tool, path) after a success.
-func (w *Workspace) budgetReset(tool, p string) {
-	w.attempts.Lock()
-	defer w.attempts.Unlock()
-	w.loadBudgetLocked()
+func (w *Workspace) budgetReset(ctx context.Context, tool, p string) {
 	prefix := tool + "\x00" + p + "\x00"
-	changed := false
-	for k := range w.budget {
+	has := func(m map[string]*attempt) bool {
+		for k := range m {
+			if strings.HasPrefix(k, prefix) {
+				return true
+			}
+		}
+		return false
+	}
+	if !has(w.loadBudget()) {
+		return
+	}
+	h, err := w.acquire(context.WithoutCancel(ctx), lockAttempts, true, true)
+	if err != nil {
+		w.log.Warn("durable: cannot lock retry budgets", "err", err)
+	}
+	defer h.unlock()
+	m := w.loadBudget()
+	for k := range m {
 		if strings.HasPrefix(k, prefix) {
-			delete(w.budget, k)
-			changed = true
+			delete(m, k)
 		}
 	}
-	if changed {
-		if err := w.saveBudgetLocked(); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			w.log.Warn("durable: cannot persist retry budget", "err", err)
-		}
+	if err := w.saveBudget(m); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		w.log.Warn("durable: cannot persist retry budget", "err", err)
 	}
 }

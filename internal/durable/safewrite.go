@@ -65,19 +65,21 @@ func (w *Workspace) SafeWrite(ctx context.Context, p SafeWriteParams) (Result, e
 	if err := w.allow(tool, t.disp); err != nil {
 		return nil, err
 	}
-	unlock := w.locks.lock(t.lockKey())
-	defer unlock()
-	exists, err := w.statExisting(t)
+	h, err := w.lockPath(ctx, t)
 	if err != nil {
 		return nil, err
 	}
+	defer h.unlock()
 	var old []byte
-	if exists && (mode != ModeOverwrite || p.ExpectedPrevSHA256 != nil) {
+	exists := false
+	if mode != ModeOverwrite || p.ExpectedPrevSHA256 != nil {
 		// Only append, create (for the error) and the hash guard need the
 		// current bytes; a plain overwrite does not read them.
 		if old, exists, err = w.readExisting(t); err != nil {
 			return nil, err
 		}
+	} else if exists, err = w.statExisting(t); err != nil {
+		return nil, err
 	}
 	if mode == ModeCreate && exists {
 		return nil, staleErr(ActionAskUser, "file_already_exists", map[string]any{"path": p.Path, "existing_sha256": sha256Hex(old)})
@@ -95,15 +97,15 @@ func (w *Workspace) SafeWrite(ctx context.Context, p SafeWriteParams) (Result, e
 	if mode == ModeAppend && exists {
 		data = append(old, data...)
 	}
-	wr, err := w.writeUserLocked(ctx, t, data, mode, mode == ModeCreate)
+	wr, err := w.writeUserLocked(ctx, h, t, data, mode, mode == ModeCreate)
 	if err != nil {
 		return nil, err
 	}
-	w.budgetReset(tool, p.Path)
-	return Result{
+	w.budgetReset(ctx, tool, p.Path)
+	return wr.j.annotate(Result{
 		"ok": true, "path": wr.disp, "sha256": wr.sha, "bytes": wr.size,
-		"mode_applied": mode, "journal_id": wr.id, "wrote_at": wr.ts,
-	}, nil
+		"mode_applied": mode, "journal_id": wr.j.id, "wrote_at": wr.j.ts,
+	}), nil
 }
 
 // classifyGate scores content and refuses at or above rejectAt, counting
@@ -133,12 +135,17 @@ func (w *Workspace) classifyGate(tool, p, content, rejectAt string) error {
 		"detected": rep.detected, "suggested_actions": rep.actions,
 	})
 	e.Patterns = append([]string{}, rep.families...)
-	e.RetryBudget = w.budgetFail(key, pol.retryBudget, e)
+	e.RetryBudget = w.budgetFail(context.Background(), key, pol.retryBudget, e)
 	return e
 }
 
 // lockKey identifies t for per-path serialization.
 func (t target) lockKey() string { return "path\x00" + t.root.name + "\x00" + t.rel }
+
+// lockPath takes t's path lock.
+func (w *Workspace) lockPath(ctx context.Context, t target) (*lockHandle, error) {
+	return w.acquire(ctx, lockName(classPath, t.lockKey()), true, true)
+}
 
 // statExisting reports whether t exists, refusing targets that are not
 // regular files or have other hard links.
@@ -153,51 +160,33 @@ func (w *Workspace) statExisting(t target) (bool, error) {
 	return true, checkRegular(fi, t.raw)
 }
 
-// readExisting returns the current content of t, whether it exists, and
-// refuses targets that are not regular files or have other hard links.
+// readExisting returns the current content of t and whether it exists,
+// read through openChecked: targets that are not regular files or have
+// other hard links are refused, on the descriptor that is read.
 func (w *Workspace) readExisting(t target) ([]byte, bool, error) {
-	fi, err := t.root.r.Lstat(t.rel)
+	data, _, err := readChecked(t.root.r, t.rel, t.raw, -1)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
-	if err != nil {
-		return nil, false, fsError(err, t.raw)
-	}
-	if err := checkRegular(fi, t.raw); err != nil {
-		return nil, true, err
-	}
-	data, err := t.root.r.ReadFile(t.rel)
 	if err != nil {
 		return nil, true, fsError(err, t.raw)
 	}
 	return data, true, nil
 }
 
-// checkRegular refuses directories, symlinks, devices and hard-linked files.
-func checkRegular(fi fs.FileInfo, p string) error {
-	switch {
-	case fi.IsDir():
-		return newErr(KindPolicyViolation, ReasonUnknown, ActionAbort, map[string]any{"path": p, "reason": "is_a_directory", "errno": 21, "strerror": "is a directory"})
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return policyErr(ReasonPermission, "symlink_in_path", map[string]any{"path": p})
-	case !fi.Mode().IsRegular():
-		return policyErr(ReasonUnknown, "not_a_regular_file", map[string]any{"path": p})
-	case linkCount(fi) > 1:
-		return policyErr(ReasonPermission, "hard_link_refused", map[string]any{"path": p, "links": linkCount(fi)})
-	}
-	return nil
-}
-
-// writeResult describes a committed, journaled user write.
+// writeResult describes a committed user write.
 type writeResult struct {
-	disp, sha, id, ts string
-	size              int
+	disp, sha string
+	size      int
+	j         journaled
 }
 
 // writeUserLocked writes data to t atomically and journals it with mode;
-// the caller holds t's lock. create refuses to replace any file.
-func (w *Workspace) writeUserLocked(ctx context.Context, t target, data []byte, mode string, create bool) (writeResult, error) {
-	sha, err := w.writeAtomic(ctx, t.root.r, t.rel, data, writeOpts{noClobber: create, refuseHardLinks: true, disp: t.raw})
+// the caller holds t's lock h. create refuses to replace any file.
+func (w *Workspace) writeUserLocked(ctx context.Context, h *lockHandle, t target, data []byte, mode string, create bool) (writeResult, error) {
+	sha := sha256Hex(data)
+	row := w.newRow(t.disp, sha, int64(len(data)), mode, nil)
+	j, err := w.commit(ctx, h, t.root.r, t.rel, data, writeOpts{noClobber: create, refuseHardLinks: true, disp: t.raw, sha: sha}, row)
 	if errors.Is(err, errExists) {
 		cur, _, rerr := w.readExisting(t)
 		if rerr != nil {
@@ -208,9 +197,5 @@ func (w *Workspace) writeUserLocked(ctx context.Context, t target, data []byte, 
 	if err != nil {
 		return writeResult{}, err
 	}
-	id, ts, err := w.appendJournal(t.disp, sha, int64(len(data)), mode, nil)
-	if err != nil {
-		return writeResult{}, err
-	}
-	return writeResult{disp: t.disp, sha: sha, size: len(data), id: id, ts: ts}, nil
+	return writeResult{disp: t.disp, sha: sha, size: len(data), j: j}, nil
 }

@@ -9,10 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-const (
-	scratchIndex = "scratch/index.jsonl"
-	scratchLock  = "scratch\x00index"
-)
+const scratchIndex = "scratch/index.jsonl"
 
 var validEncodings = []string{"utf-8", "base64"}
 
@@ -79,7 +76,11 @@ func (w *Workspace) ScratchPut(ctx context.Context, p ScratchPutParams) (Result,
 		return nil, err
 	}
 	sha := sha256Hex(payload)
-	defer w.locks.lock(scratchLock)()
+	h, err := w.acquire(ctx, lockScratch, true, true)
+	if err != nil {
+		return nil, err
+	}
+	defer h.unlock()
 	st, err := w.stateRoot(true)
 	if err != nil {
 		return nil, err
@@ -88,13 +89,14 @@ func (w *Workspace) ScratchPut(ctx context.Context, p ScratchPutParams) (Result,
 	_, statErr := st.Lstat(scratchBin(sha))
 	deduped := statErr == nil
 	var journalID any
+	var j journaled
 	if !deduped {
-		_, id, _, err := w.writeState(ctx, st, scratchBin(sha), payload, true, ModeCreate)
+		_, jr, err := w.writeState(ctx, h, st, scratchBin(sha), payload, true, ModeCreate)
 		if err != nil && !errors.Is(err, errExists) {
 			return nil, err
 		}
 		if err == nil {
-			journalID = id
+			journalID, j = jr.id, jr
 		} else {
 			deduped = true
 		}
@@ -109,16 +111,16 @@ func (w *Workspace) ScratchPut(ctx context.Context, p ScratchPutParams) (Result,
 	if err := appendStateLine(st, scratchIndex, row, w.statePath(scratchIndex)); err != nil {
 		return nil, err
 	}
-	return Result{
+	return j.annotate(Result{
 		"ok": true, "sha256": sha, "scratch_path": w.statePath(scratchBin(sha)), "bytes": len(payload),
 		"deduped": deduped, "journal_id": journalID, "warnings": w.gitignoreWarnings(),
-	}, nil
+	}), nil
 }
 
 // gitignoreWarnings warns unless a .gitignore line names the state
 // directory (or its top component) in one of the usual spellings.
 func (w *Workspace) gitignoreWarnings() []map[string]any {
-	data, err := w.ws().r.ReadFile(".gitignore")
+	data, _, err := readChecked(w.ws().r, ".gitignore", ".gitignore", 1<<20)
 	if err == nil {
 		needles := map[string]bool{}
 		comps := strings.Split(w.state, "/")
@@ -148,7 +150,7 @@ func (w *Workspace) scratchRows() ([]map[string]any, error) {
 		return nil, err
 	}
 	defer st.Close()
-	data, err := st.ReadFile(scratchIndex)
+	data, err := w.readState(st, scratchIndex)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -231,7 +233,7 @@ func (w *Workspace) ScratchGet(ctx context.Context, sha, enc string) (Result, er
 		return nil, notFound
 	}
 	defer st.Close()
-	payload, err := st.ReadFile(scratchBin(sha))
+	payload, err := w.readState(st, scratchBin(sha))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, notFound
 	}

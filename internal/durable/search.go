@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // Bounds of rw.search.
@@ -33,7 +35,8 @@ type SearchParams struct {
 
 // Search finds lines matching a literal or regular expression in the text
 // files under Path, skipping the state directory, .git, binary files (a NUL
-// in the first 8000 bytes), invalid UTF-8 and files over 10 MiB. Output is
+// in the first 8000 bytes), invalid UTF-8, files over 10 MiB and files with
+// more than one hard link. Output is
 // bounded: at most MaxResults matches (default 100, at most 1000), lines cut
 // to 300 characters.
 func (w *Workspace) Search(ctx context.Context, p SearchParams) (Result, error) {
@@ -60,6 +63,9 @@ func (w *Workspace) Search(ctx context.Context, p SearchParams) (Result, error) 
 	re, err := regexp.Compile(src)
 	if err != nil {
 		return nil, encodingErr("bad_regex: "+err.Error(), map[string]any{"pattern": p.Pattern})
+	}
+	if p.Glob != nil && !validGlob(*p.Glob) {
+		return nil, encodingErr("bad_glob: "+doublestar.ErrBadPattern.Error(), map[string]any{"glob": *p.Glob})
 	}
 	dir := p.Path
 	if dir == "" {
@@ -93,11 +99,10 @@ func (w *Workspace) Search(ctx context.Context, p SearchParams) (Result, error) 
 		if !d.Type().IsRegular() || (p.Glob != nil && !globMatch(*p.Glob, rel) && !globMatch(*p.Glob, d.Name())) {
 			return nil
 		}
-		info, err := d.Info()
-		if err != nil || info.Size() > searchMaxFile {
-			return nil
-		}
-		data, err := sub.ReadFile(rel)
+		// Opened once and checked on the descriptor, like rw.read: a hard
+		// link to a file outside (or one swapped in mid-walk) is skipped,
+		// never read.
+		data, _, err := readChecked(sub, rel, rel, searchMaxFile)
 		if err != nil || bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0 || !utf8.Valid(data) {
 			return nil
 		}

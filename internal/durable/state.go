@@ -15,25 +15,24 @@ import (
 // checkpoint names.
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9_\-]{1,64}$`)
 
-// writeState writes rel inside the state root atomically; journal names the
-// journal mode ("" to skip the journal, as for manifests and indexes).
-func (w *Workspace) writeState(ctx context.Context, st *os.Root, rel string, data []byte, noClobber bool, journal string) (sha, id, ts string, err error) {
+// writeState writes rel inside the state root atomically under the lock h;
+// mode names the journal mode ("" to skip the journal, as for manifests and
+// indexes).
+func (w *Workspace) writeState(ctx context.Context, h *lockHandle, st *os.Root, rel string, data []byte, noClobber bool, mode string) (string, journaled, error) {
 	disp := w.statePath(rel)
-	sha, err = w.writeAtomic(ctx, st, rel, data, writeOpts{noClobber: noClobber, disp: disp})
-	if err != nil {
-		return "", "", "", err
+	sha := sha256Hex(data)
+	var row map[string]any
+	if mode != "" {
+		row = w.newRow(disp, sha, int64(len(data)), mode, nil)
 	}
-	if journal == "" {
-		return sha, "", "", nil
-	}
-	id, ts, err = w.appendJournal(disp, sha, int64(len(data)), journal, nil)
-	return sha, id, ts, err
+	j, err := w.commit(ctx, h, st, rel, data, writeOpts{noClobber: noClobber, disp: disp, sha: sha}, row)
+	return sha, j, err
 }
 
-// appendStateLine appends one line to a state file and fsyncs it.
+// appendStateLine appends one line to a state file and fsyncs it; the
+// file's lock is held.
 func appendStateLine(st *os.Root, rel string, line []byte, disp string) error {
-	_, statErr := st.Lstat(rel)
-	f, err := st.OpenFile(rel, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	f, created, err := openStateFile(st, rel, oRDWR|oAppend, true)
 	if err != nil {
 		return fsError(err, disp)
 	}
@@ -53,25 +52,13 @@ func appendStateLine(st *os.Root, rel string, line []byte, disp string) error {
 	if err := f.Close(); err != nil {
 		return fsError(err, disp)
 	}
-	if errors.Is(statErr, fs.ErrNotExist) {
-		dir := "."
-		if i := lastSlash(rel); i >= 0 {
-			dir = rel[:i]
-		}
+	if created {
+		dir, _ := splitRel(rel)
 		if err := syncDir(st, dir); err != nil {
 			return fsError(err, disp)
 		}
 	}
 	return nil
-}
-
-func lastSlash(s string) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '/' {
-			return i
-		}
-	}
-	return -1
 }
 
 // listDir returns the names in dir of st, sorted; a missing dir is empty.
@@ -96,8 +83,12 @@ func listDir(st *os.Root, dir string) ([]fs.DirEntry, bool, error) {
 func jsonInt(v any) (int, bool) {
 	switch n := v.(type) {
 	case json.Number:
-		i, err := strconv.Atoi(n.String())
-		return i, err == nil
+		if i, err := strconv.Atoi(n.String()); err == nil {
+			return i, true
+		}
+		if f, err := n.Float64(); err == nil && f == float64(int(f)) {
+			return int(f), true
+		}
 	case float64:
 		if n == float64(int(n)) {
 			return int(n), true

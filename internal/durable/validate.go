@@ -15,7 +15,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -81,8 +80,7 @@ func (p Python3) CheckPython(ctx context.Context, src string) ([]Diagnostic, err
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, p.Path, "-I", "-c", pythonScript)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	ownProcessGroup(cmd)
 	cmd.WaitDelay = time.Second
 	cmd.Stdin = strings.NewReader(src)
 	var out bytes.Buffer
@@ -227,9 +225,13 @@ func validateJSON(s string) []Diagnostic {
 	return []Diagnostic{{Line: line, Col: col, Message: err.Error(), Severity: "error"}}
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+)`)
+var (
+	yamlLine     = regexp.MustCompile(`line (\d+)`)
+	yamlLinePart = regexp.MustCompile(`line \d+: `)
+)
 
-func validateYAML(s string) []Diagnostic {
+// yamlParse decodes every document of s and returns the first error.
+func yamlParse(s string) error {
 	dec := yaml.NewDecoder(strings.NewReader(s))
 	for {
 		var v any
@@ -238,13 +240,136 @@ func validateYAML(s string) []Diagnostic {
 			return nil
 		}
 		if err != nil {
-			line := 1
-			if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-				line, _ = strconv.Atoi(m[1])
-			}
-			return []Diagnostic{{Line: line, Message: strings.TrimPrefix(err.Error(), "yaml: "), Severity: "error"}}
+			return err
 		}
 	}
+}
+
+func validateYAML(s string) []Diagnostic {
+	err := yamlParse(s)
+	if err == nil {
+		return nil
+	}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line, col := 1, 0
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+	}
+	if l, c, ok := locateYAML(s, msg); ok {
+		line, col = l, c
+	}
+	return []Diagnostic{{Line: line, Col: col, Message: msg, Severity: "error"}}
+}
+
+// Bounds of locateYAML's search.
+const (
+	yamlLocateMax     = 64 << 10
+	yamlLocateLineMax = 512
+)
+
+// locateYAML finds where a YAML error is, as libyaml's problem mark (and so
+// PyYAML) reports it: yaml.v3 names only the line of the enclosing
+// construct, and no column. The error is where the shortest prefix of the
+// document first fails with the same message: the first such line (found
+// by bisection), then the first such character in it. A prefix of a flow
+// collection is closed first, so that the end of the prefix is not what
+// fails; an error that closing the collections cures, or one at the end of
+// the stream, is at the end. Documents above 64 KiB keep yaml.v3's line.
+func locateYAML(s, msg string) (line, col int, ok bool) {
+	if len(s) > yamlLocateMax {
+		return 0, 0, false
+	}
+	key := yamlLinePart.ReplaceAllString(msg, "")
+	flow := strings.Contains(key, "',' or")
+	same := func(prefix string) bool {
+		if flow {
+			prefix += flowClosers(prefix)
+		}
+		err := yamlParse(prefix)
+		return err != nil && yamlLinePart.ReplaceAllString(strings.TrimPrefix(err.Error(), "yaml: "), "") == key
+	}
+	if strings.Contains(key, "end of stream") || !same(s) {
+		l, c := lineCol(s, len(s))
+		return l, c, true
+	}
+	lines := strings.SplitAfter(s, "\n")
+	lo, hi := 1, len(lines)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if same(strings.Join(lines[:mid], "")) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	base := strings.Join(lines[:lo-1], "")
+	text := lines[lo-1]
+	if len(text) > yamlLocateLineMax {
+		return lo, 0, true
+	}
+	c, lastInk := 0, 0
+	for i, r := range text {
+		c++
+		if same(base + text[:i+utf8.RuneLen(r)]) {
+			if (r == ' ' || r == '\t') && lastInk > 0 {
+				// The token before needed the blank to be recognised
+				// (": " is a value indicator): the error is that token.
+				return lo, lastInk, true
+			}
+			return lo, c, true
+		}
+		if r != ' ' && r != '\t' {
+			lastInk = c
+		}
+	}
+	return lo, 0, true
+}
+
+// flowClosers returns the brackets that close the flow collections left
+// open at the end of s (quoted scalars and comments skipped).
+func flowClosers(s string) string {
+	var stack []byte
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '[', '{':
+			stack = append(stack, c)
+		case ']', '}':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+		case '\'':
+			for i++; i < len(s); i++ {
+				if s[i] == '\'' {
+					if i+1 < len(s) && s[i+1] == '\'' {
+						i++
+						continue
+					}
+					break
+				}
+			}
+		case '"':
+			for i++; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' {
+					i++
+				}
+			}
+		case '#':
+			if i == 0 || s[i-1] == ' ' || s[i-1] == '\t' || s[i-1] == '\n' {
+				for i < len(s) && s[i] != '\n' {
+					i++
+				}
+			}
+		}
+	}
+	out := make([]byte, 0, len(stack))
+	for i := len(stack) - 1; i >= 0; i-- {
+		if stack[i] == '[' {
+			out = append(out, ']')
+		} else {
+			out = append(out, '}')
+		}
+	}
+	return string(out)
 }
 
 func validateTOML(s string) []Diagnostic {

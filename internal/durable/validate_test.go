@@ -65,3 +65,34 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("python without python3: %v", r)
 	}
 }
+
+// TestYAMLErrorPosition: rw.validate puts a YAML error where libyaml's
+// problem mark is, as PyYAML reports it (yaml.safe_load_all, PyYAML 6.0.3:
+// the line and column below are what it printed for each document), not on
+// the line of the enclosing construct with no column, as yaml.v3 says.
+func TestYAMLErrorPosition(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, durable.Config{})
+	for _, tc := range []struct {
+		doc       string
+		line, col int
+	}{
+		{"a: [1, 2\nb: 3\n", 2, 2},     // expected ',' or ']', but got ':'
+		{"key: value\n- item\n", 2, 1}, // expected <block end>, but found '-'
+		{"a:\n  - x\n - y\n", 3, 2},    // expected <block end>, but found '<block sequence start>'
+		{"a: 1\n b: 2\n", 2, 3},        // mapping values are not allowed here
+		{"a: b: c\n", 1, 5},
+		{"foo: bar\n  baz: 1\n", 2, 6},
+		{"{a: 1\n", 2, 1},        // expected ',' or '}', but got '<stream end>'
+		{"a: [1\n", 2, 1},        // expected ',' or ']', but got '<stream end>'
+		{"a: 1\n\tb: 2\n", 2, 1}, // found character '\t' that cannot start any token
+		{"a: 'x\n", 2, 1},        // found unexpected end of stream
+	} {
+		r, err := f.w.Validate(t.Context(), durable.ValidateParams{Content: tc.doc, FormatHint: strp("yaml")})
+		must(t, err)
+		errs := r["errors"].([]map[string]any)
+		if r["valid"] != false || len(errs) != 1 || errs[0]["line"] != tc.line || errs[0]["col"] != tc.col {
+			t.Errorf("%q: %v, want line %d col %d", tc.doc, errs, tc.line, tc.col)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -82,30 +83,34 @@ type root struct {
 }
 
 // Workspace is the write surface over one or more roots. It is safe for
-// concurrent use: writers to one path (and to one chunk session, scratch
-// index, checkpoint) are serialized; everything else runs in parallel.
-// Close releases the roots.
+// concurrent use, and any number of Workspaces — in this process or others —
+// may serve the same roots at once: writers to one path (and to one chunk
+// session, the scratch index, one checkpoint, the journal) are serialized
+// across all of them by the lock protocol (lock.go); everything else runs
+// in parallel. Close releases the roots.
 type Workspace struct {
-	cfg      Config
-	roots    []*root
-	state    string // cleaned StateDir
-	now      func() time.Time
-	log      *slog.Logger
-	randMu   sync.Mutex
-	locks    keyedMutex
-	journal  sync.Mutex // serializes journal appends
-	attempts sync.Mutex // serializes attempts.json updates
-	pid      int
-	startup  StartupReport
+	cfg     Config
+	roots   []*root
+	state   string // cleaned StateDir
+	now     func() time.Time
+	log     *slog.Logger
+	randMu  sync.Mutex
+	locks   keyedMutex // this process's side of the lock protocol (lock.go)
+	pid     int
+	startup StartupReport
+	// recovered counts writes journaled by recovery (lock records).
+	recovered atomic.Int64
 	// basePolicy is the compiled default policy; overrides are merged
 	// into a copy per call.
 	basePolicy *policy
-	budget     map[string]*attempt // retry budgets, guarded by attempts
 }
 
 // Open validates cfg, opens the roots, sweeps orphan temp files and
 // reconciles the journal (see StartupReport).
 func Open(ctx context.Context, cfg Config) (*Workspace, error) {
+	if errPlatform != nil {
+		return nil, errPlatform
+	}
 	if len(cfg.Roots) == 0 {
 		return nil, ErrNoRoot
 	}
@@ -226,38 +231,8 @@ func (w *Workspace) nowUTC() time.Time { return w.now().UTC() }
 // isoSeconds formats t as Resilient Write's timestamps: %Y-%m-%dT%H:%M:%SZ.
 func isoSeconds(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
 
-// keyedMutex serializes work per key; entries are dropped when unused.
-type keyedMutex struct {
-	mu sync.Mutex
-	m  map[string]*keyedEntry
-}
-
-type keyedEntry struct {
-	mu   sync.Mutex
-	refs int
-}
-
-// lock locks key and returns its unlock function.
-func (k *keyedMutex) lock(key string) func() {
-	k.mu.Lock()
-	if k.m == nil {
-		k.m = map[string]*keyedEntry{}
-	}
-	e := k.m[key]
-	if e == nil {
-		e = &keyedEntry{}
-		k.m[key] = e
-	}
-	e.refs++
-	k.mu.Unlock()
-	e.mu.Lock()
-	return func() {
-		e.mu.Unlock()
-		k.mu.Lock()
-		e.refs--
-		if e.refs == 0 {
-			delete(k.m, key)
-		}
-		k.mu.Unlock()
-	}
+// stateExists reports whether the state directory exists.
+func (w *Workspace) stateExists() bool {
+	_, err := w.ws().r.Lstat(w.state)
+	return err == nil
 }

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 
@@ -54,14 +55,22 @@ func inputErr(why string, ctx map[string]any) *durable.Error {
 // errors.
 func parseArgs(params []param, raw json.RawMessage) (args, *durable.Error) {
 	raw = bytes.TrimSpace(raw)
-	a := args{}
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
-	var m map[string]json.RawMessage
-	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+	if raw[0] != '{' {
 		return nil, inputErr("arguments_must_be_an_object", nil)
 	}
+	m, err := splitObject(raw)
+	if err != nil {
+		return nil, inputErr("arguments_must_be_an_object", nil)
+	}
+	return checkArgs(params, m)
+}
+
+// checkArgs validates arguments already split into raw values.
+func checkArgs(params []param, m map[string]json.RawMessage) (args, *durable.Error) {
+	a := args{}
 	names := make([]string, len(params))
 	for i, p := range params {
 		names[i] = p.name
@@ -73,7 +82,8 @@ func parseArgs(params []param, raw json.RawMessage) (args, *durable.Error) {
 	}
 	for _, p := range params {
 		v, ok := m[p.name]
-		if ok && string(bytes.TrimSpace(v)) == "null" {
+		v = bytes.TrimSpace(v)
+		if ok && string(v) == "null" {
 			ok = false
 		}
 		if !ok {
@@ -90,7 +100,9 @@ func parseArgs(params []param, raw json.RawMessage) (args, *durable.Error) {
 	return a, nil
 }
 
-// hasType reports whether the JSON value v has type typ.
+// hasType reports whether the JSON value v has type typ. An integer is any
+// JSON number without a fractional part (1, 1.0, 1e2: JSON Schema's
+// integer), within the range of an int.
 func hasType(v json.RawMessage, typ string) bool {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 {
@@ -106,18 +118,37 @@ func hasType(v json.RawMessage, typ string) bool {
 	case tObject:
 		return v[0] == '{'
 	case tInteger:
-		_, err := strconv.Atoi(string(v))
-		return err == nil
+		_, ok := jsonInteger(v)
+		return ok
 	}
 	return false
 }
 
+// jsonInteger reads a JSON number with no fractional part as an int.
+func jsonInteger(v []byte) (int, bool) {
+	if i, err := strconv.Atoi(string(v)); err == nil {
+		return i, true
+	}
+	if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, false
+	}
+	return int(f), true
+}
+
 func (a args) has(name string) bool { _, ok := a[name]; return ok }
 
-// str returns a string argument ("" if absent).
+// str returns a string argument ("" if absent), unescaped once.
 func (a args) str(name string) string {
-	var s string
-	if v, ok := a[name]; ok {
+	v, ok := a[name]
+	if !ok {
+		return ""
+	}
+	s, ok := unquote(v)
+	if !ok {
 		json.Unmarshal(v, &s)
 	}
 	return s
@@ -138,7 +169,7 @@ func (a args) optInt(name string) *int {
 	if !ok {
 		return nil
 	}
-	i, _ := strconv.Atoi(string(bytes.TrimSpace(v)))
+	i, _ := jsonInteger(bytes.TrimSpace(v))
 	return &i
 }
 

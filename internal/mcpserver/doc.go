@@ -31,8 +31,18 @@
 // The server speaks every version the SDK does: the 2026-07-28 stateless
 // protocol (server/discover, per-request _meta) and the 2025-11-25
 // handshake with the older ones. ServeStdio serves newline-delimited
-// JSON-RPC; at stdin EOF it lets requests already read finish and be
-// answered (up to DrainTimeout) before returning. HTTPHandler serves
+// JSON-RPC with its own transport, because the SDK's ends the session at the
+// first line it cannot decode: here a line that is not JSON is answered
+// with -32700, one that is not a JSON-RPC 2.0 message with -32600 (with the
+// request's id when usable, else null), an empty batch with one -32600, a
+// batch with one array once its requests are answered, and the server keeps
+// serving. Error responses the SDK leaves at code 0 get the spec's code, and
+// a request the client cancels (notifications/cancelled) is never answered.
+// A tools/call's arguments are split out of the line in one validating pass
+// and handed to the handler through a _meta token, so a 1 MiB file is
+// unescaped once rather than scanned five times. At stdin EOF it lets
+// requests already read finish and be answered (up to DrainTimeout) before
+// returning. HTTPHandler serves
 // streamable HTTP at /mcp in the SDK's stateless mode, which is required for
 // 2026-07-28 and serves handshake-era clients as well (no Mcp-Session-Id);
 // a foreign Origin gets 403, and a tools/call larger than the 4 MiB body

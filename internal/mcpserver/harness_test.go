@@ -1,3 +1,5 @@
+//go:build unix
+
 package mcpserver_test
 
 import (
@@ -25,6 +27,10 @@ import (
 	"github.com/apiary-dev/apiary/internal/durable"
 	"github.com/apiary-dev/apiary/internal/mcpserver"
 )
+
+// These tests drive real servers in process groups and signal them (and
+// durable refuses to open off unix), so the package's external tests are
+// unix-only; the internal ones (args, wire) run everywhere.
 
 // apiaryBin is the real apiary binary, built once per test run by
 // TestMain (without -race, so the servers run at full speed even when the
@@ -155,7 +161,7 @@ func startServer(t *testing.T, tr string, o srvOpts, setup func(ws string)) *pc 
 }
 
 // apiaryCmd returns the apiary binary set up to run `apiary <args>`.
-func apiaryCmd(t *testing.T, ws string, o srvOpts, args ...string) *exec.Cmd {
+func apiaryCmd(t testing.TB, ws string, o srvOpts, args ...string) *exec.Cmd {
 	t.Helper()
 	if o.compat {
 		args = append(args, "--rw-compat")
@@ -331,7 +337,7 @@ func checkEnvelope(t *testing.T, tool string, m map[string]any) {
 	if ctx["tool"] != tool {
 		t.Fatalf("%s: context.tool = %v", tool, ctx["tool"])
 	}
-	retriable := m["reason_hint"] == "network" || m["reason_hint"] == "size_limit"
+	retriable := m["reason_hint"] == "network" || m["reason_hint"] == "size_limit" || m["suggested_action"] == "retry_later"
 	if ctx["retriable"] != retriable {
 		t.Fatalf("%s: context.retriable = %v for %v", tool, ctx["retriable"], m["reason_hint"])
 	}

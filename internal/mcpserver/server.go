@@ -132,7 +132,13 @@ func New(ws *durable.Workspace, opts Options) *mcp.Server {
 // carries a progress token, and turns every failure into an envelope.
 func handler(t tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, perr := parseArgs(t.params, req.Params.Arguments)
+		var a args
+		var perr *durable.Error
+		if m, ok := takeArgs(req.Params.Meta); ok {
+			a, perr = checkArgs(t.params, m)
+		} else {
+			a, perr = parseArgs(t.params, req.Params.Arguments)
+		}
 		if perr != nil {
 			return envelopeResult(t.name, perr), nil
 		}
