@@ -22,6 +22,7 @@ run gateway-overhead "$BIN" bench overhead --duration 10s --rate 1000 --streams 
 run gateway-scenarios "$BIN" bench gateway --variant all --time-scale "$SCALE"
 run gateway-ablations "$BIN" bench gateway --scenario stress,replay-11 --no-direct --ablate retry --time-scale "$SCALE"
 run swarm-scale "$BIN" bench swarm --tasks 4000 --workers 16,32,64,128,256,512,1024 --out "$out/swarm"
+run durable-routes go test ./internal/mcpserver -run '^$' -bench SafeWriteRoutes -benchtime 40x -count 6
 run go-benchmarks go test -run '^$' -bench . -benchtime 1s \
 	./internal/sse ./internal/llmapi ./internal/sched ./internal/gateway ./internal/capability ./internal/durable ./internal/plan \
 	./internal/board/local
