@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"go/ast"
 	"go/parser"
+	"go/printer"
 	"go/scanner"
 	"go/token"
 	"path"
@@ -29,8 +30,25 @@ type Func struct {
 	Lang string `json:"lang"`
 	// Hash is the SHA-256 of the normalized body (hex).
 	Hash string `json:"hash"`
+	// Signature is the function's declaration without its body, on one
+	// line ("func Sum(xs []int) int"); Doc the first line of its
+	// documentation ("" when it has none).
+	Signature string `json:"signature,omitempty"`
+	Doc       string `json:"doc,omitempty"`
 	// Tokens is the normalized body.
 	Tokens []string `json:"-"`
+}
+
+// maxSignature bounds a signature and a doc line.
+const maxSignature = 200
+
+// oneLine folds white space to single spaces and bounds the result.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > maxSignature {
+		s = string(r[:maxSignature-1]) + "…"
+	}
+	return s
 }
 
 // LangOf names the language of a file by its extension ("" if unknown).
@@ -84,7 +102,7 @@ func hashTokens(toks []string) string {
 
 func goFuncs(file string, src []byte) []Func {
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, file, src, parser.SkipObjectResolution)
+	f, err := parser.ParseFile(fset, file, src, parser.SkipObjectResolution|parser.ParseComments)
 	if err != nil {
 		return nil
 	}
@@ -103,7 +121,17 @@ func goFuncs(file string, src []byte) []Func {
 			name = recv + "." + name
 		}
 		start, end := fset.Position(fd.Body.Lbrace).Offset, fset.Position(fd.Body.Rbrace).Offset
-		out = append(out, Func{Name: name, File: file, Line: fset.Position(fd.Pos()).Line, Tokens: goTokens(src[start : end+1])})
+		fn := Func{Name: name, File: file, Line: fset.Position(fd.Pos()).Line, Tokens: goTokens(src[start : end+1])}
+		decl := *fd
+		decl.Body, decl.Doc = nil, nil
+		var sig strings.Builder
+		if printer.Fprint(&sig, fset, &decl) == nil {
+			fn.Signature = oneLine(sig.String())
+		}
+		if fd.Doc != nil {
+			fn.Doc = oneLine(firstLineOf(fd.Doc.Text()))
+		}
+		out = append(out, fn)
 	}
 	return out
 }
@@ -162,6 +190,8 @@ func stripComments(src string, marker string, block bool) string {
 			if end < 0 {
 				return b.String()
 			}
+			// Keep the comment's line breaks, so that lines still count.
+			b.WriteString(strings.Repeat("\n", strings.Count(src[i:i+end+4], "\n")))
 			i += end + 4
 		default:
 			b.WriteByte(c)
@@ -195,9 +225,43 @@ func pyFuncs(file string, src []byte) []Func {
 			}
 			body = append(body, l)
 		}
-		out = append(out, Func{Name: name, File: file, Line: line + 1, Tokens: genericToken.FindAllString(strings.Join(body, "\n"), -1)})
+		fn := Func{Name: name, File: file, Line: line + 1, Tokens: genericToken.FindAllString(strings.Join(body, "\n"), -1)}
+		orig := strings.Split(string(src), "\n")
+		if line < len(orig) {
+			sig, j := orig[line], line+1
+			for ; !strings.Contains(sig, ":") && j < len(orig) && j < line+10; j++ {
+				sig += " " + orig[j] // a signature over several lines
+			}
+			if k := strings.LastIndex(sig, ":"); k >= 0 {
+				sig = sig[:k]
+			}
+			fn.Signature = oneLine(sig)
+			fn.Doc = pyDocstring(orig[min(j, len(orig)):])
+		}
+		out = append(out, fn)
 	}
 	return out
+}
+
+// pyDocstring is the first line of the docstring at the start of body.
+func pyDocstring(body []string) string {
+	for _, l := range body {
+		t := strings.TrimSpace(l)
+		if t == "" {
+			continue
+		}
+		for _, q := range []string{`"""`, `'''`, `"`, `'`} {
+			if strings.HasPrefix(t, q) {
+				t = strings.TrimSpace(strings.TrimPrefix(t, q))
+				if i := strings.Index(t, q); i >= 0 {
+					t = t[:i]
+				}
+				return oneLine(t)
+			}
+		}
+		return ""
+	}
+	return ""
 }
 
 var jsDef = regexp.MustCompile(`(?m)(?:^|[^.\w$])(?:function[ \t]*\*?[ \t]*([A-Za-z_$][\w$]*)[ \t]*\([^)]*\)[^{;]*|(?:const|let|var)[ \t]+([A-Za-z_$][\w$]*)[ \t]*=[ \t]*(?:async[ \t]*)?(?:\([^)]*\)|[A-Za-z_$][\w$]*)[ \t]*=>[ \t]*)\{`)
@@ -217,10 +281,66 @@ func jsFuncs(file string, src []byte) []Func {
 		if name == "" || end < 0 {
 			continue
 		}
-		out = append(out, Func{Name: name, File: file, Line: strings.Count(text[:open], "\n") + 1,
-			Tokens: genericToken.FindAllString(text[open:end+1], -1)})
+		fn := Func{Name: name, File: file, Line: strings.Count(text[:open], "\n") + 1,
+			Tokens: genericToken.FindAllString(text[open:end+1], -1)}
+		start := m[0]
+		if c := text[start]; c != 'f' && c != 'c' && c != 'l' && c != 'v' {
+			start++ // the character before the declaration
+		}
+		fn.Signature = oneLine(text[start:open])
+		fn.Doc = jsDoc(strings.Split(string(src), "\n"), strings.Count(text[:start], "\n"))
+		out = append(out, fn)
 	}
 	return out
+}
+
+// jsDoc is the first line of the comment just above line n (0-based) of
+// lines: a run of // lines or a /** block.
+func jsDoc(lines []string, n int) string {
+	i := n - 1
+	for i >= 0 && strings.TrimSpace(lines[i]) == "" {
+		i--
+	}
+	if i < 0 {
+		return ""
+	}
+	if last := strings.TrimSpace(lines[i]); strings.HasSuffix(last, "*/") {
+		j := i
+		for j >= 0 && !strings.Contains(lines[j], "/*") {
+			j--
+		}
+		if j < 0 {
+			return ""
+		}
+		for _, l := range lines[j : i+1] {
+			t := strings.TrimSpace(l)
+			t = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(t, "/**"), "/*"))
+			t = strings.TrimSpace(strings.TrimSuffix(strings.TrimLeft(t, "*"), "*/"))
+			if t != "" && t != "/" {
+				return oneLine(t)
+			}
+		}
+		return ""
+	}
+	first := ""
+	for ; i >= 0; i-- {
+		t := strings.TrimSpace(lines[i])
+		if !strings.HasPrefix(t, "//") {
+			break
+		}
+		first = strings.TrimSpace(strings.TrimPrefix(t, "//"))
+	}
+	return oneLine(first)
+}
+
+// firstLineOf is the first non-empty line of s.
+func firstLineOf(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if t := strings.TrimSpace(l); t != "" {
+			return t
+		}
+	}
+	return ""
 }
 
 // matchBrace returns the index of the brace closing the one at open,

@@ -43,3 +43,30 @@ func FuzzExtractFuncs(f *testing.F) {
 		}
 	})
 }
+
+// TestSignatures: each function found carries its declaration without its
+// body and the first line of its documentation.
+func TestSignatures(t *testing.T) {
+	t.Parallel()
+	goSrc := "package util\n\n// Sum adds the numbers.\n// It returns 0 for none.\nfunc Sum(xs []int) (total int) {\n\tfor _, x := range xs {\n\t\ttotal += x\n\t}\n\treturn\n}\n\nfunc (s *Set[T]) Add(v T,\n\tw ...T) {\n\ts.m[v] = true\n}\n"
+	py := "def add(a,\n        b=1):\n    \"\"\"Add a and b.\n\n    More.\"\"\"\n    return a + b\n\ndef bare(x):\n    return x\n"
+	js := "/**\n * Scale a vector.\n */\nfunction scale(v, k) {\n  return v.map(x => x * k);\n}\n\n// Sum the list.\nconst sum = (xs) => {\n  return xs.reduce((a, b) => a + b, 0);\n};\n"
+	for _, tc := range []struct {
+		file, src string
+		want      [][3]string // name, signature, doc
+	}{
+		{"u.go", goSrc, [][3]string{{"Sum", "func Sum(xs []int) (total int)", "Sum adds the numbers."}, {"Set.Add", "func (s *Set[T]) Add(v T, w ...T)", ""}}},
+		{"u.py", py, [][3]string{{"add", "def add(a, b=1)", "Add a and b."}, {"bare", "def bare(x)", ""}}},
+		{"u.js", js, [][3]string{{"scale", "function scale(v, k)", "Scale a vector."}, {"sum", "const sum = (xs) =>", "Sum the list."}}},
+	} {
+		fs := ExtractFuncs(tc.file, []byte(tc.src))
+		if len(fs) != len(tc.want) {
+			t.Fatalf("%s: %+v", tc.file, fs)
+		}
+		for i, w := range tc.want {
+			if got := [3]string{fs[i].Name, fs[i].Signature, fs[i].Doc}; got != w {
+				t.Errorf("%s: got %q, want %q", tc.file, got, w)
+			}
+		}
+	}
+}

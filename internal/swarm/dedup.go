@@ -92,10 +92,14 @@ func (x *dupIndex) find(f review.Func, task string, near float64) (Duplicate, bo
 	return best, found
 }
 
-// UtilFunc is one entry of the utility index the merge role publishes.
+// UtilFunc is one entry of the utility index the merge role publishes:
+// where a reusable function is, its signature and the first line of its
+// documentation, so that an agent can tell whether it fits.
 type UtilFunc struct {
-	Name string `json:"name"`
-	File string `json:"file"`
-	Line int    `json:"line"`
-	Lang string `json:"lang"`
+	Name      string `json:"name"`
+	File      string `json:"file"`
+	Line      int    `json:"line"`
+	Lang      string `json:"lang"`
+	Signature string `json:"signature,omitempty"`
+	Doc       string `json:"doc,omitempty"`
 }

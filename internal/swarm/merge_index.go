@@ -98,7 +98,7 @@ func (m *merger) publishUtils(ctx context.Context) error {
 			continue
 		}
 		seen[k] = true
-		utils = append(utils, UtilFunc{Name: e.f.Name, File: e.f.File, Line: e.f.Line, Lang: e.f.Lang})
+		utils = append(utils, UtilFunc{Name: e.f.Name, File: e.f.File, Line: e.f.Line, Lang: e.f.Lang, Signature: e.f.Signature, Doc: e.f.Doc})
 	}
 	sort.Slice(utils, func(i, j int) bool {
 		if utils[i].File != utils[j].File {
