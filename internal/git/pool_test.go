@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -370,5 +373,79 @@ func TestWorktreePoolSameTick(t *testing.T) {
 		w = acquire(t, p, Checkout{Base: f.c1})
 		assertIdentical(t, f.r, w, Checkout{Base: f.c1})
 		must(t, w.Release(t.Context()))
+	}
+}
+
+// TestWorktreePoolKilled kills a process using a pool (kill -9) at random
+// moments of its acquire, change, release loop; the next pool on the same
+// directory must remove what it left and hand out correct worktrees.
+func TestWorktreePoolKilled(t *testing.T) {
+	t.Parallel()
+	f := newPoolFixture(t)
+	dir := filepath.Join(t.TempDir(), "pool")
+	rng := rand.New(rand.NewPCG(5, 21))
+	for round := range 3 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestWorktreePoolHelper$")
+		cmd.Env = append(os.Environ(), "APIARY_POOL_HELPER="+strings.Join([]string{f.r.Dir(), dir, f.c1, f.c2}, "\n"), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		out, err := cmd.StdoutPipe()
+		must(t, err)
+		must(t, cmd.Start())
+		buf := make([]byte, 6)
+		if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "ready\n" {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("helper did not start: %q %v", buf, err)
+		}
+		time.Sleep(time.Duration(20+rng.IntN(300)) * time.Millisecond)
+		must(t, cmd.Process.Kill())
+		_ = cmd.Wait()
+
+		p, err := NewWorktreePool(t.Context(), f.r, PoolOptions{Dir: dir})
+		if err != nil {
+			t.Fatalf("round %d: reopening the pool: %v", round, err)
+		}
+		ents, err := os.ReadDir(dir)
+		must(t, err)
+		if len(ents) != 1 {
+			t.Fatalf("round %d: the reopened pool kept %d entries in its directory", round, len(ents))
+		}
+		co := Checkout{Base: f.c2, Branch: "after-kill-" + string(rune('a'+round))}
+		w := acquire(t, p, co)
+		assertIdentical(t, f.r, w, co)
+		must(t, w.Release(t.Context()))
+		must(t, p.Close(t.Context()))
+		wts, err := f.r.Worktrees(t.Context())
+		must(t, err)
+		for _, wt := range wts {
+			if strings.HasPrefix(wt.Path, dir) {
+				t.Fatalf("round %d: worktree %s left registered", round, wt.Path)
+			}
+		}
+	}
+}
+
+// TestWorktreePoolHelper is the process TestWorktreePoolKilled kills.
+func TestWorktreePoolHelper(t *testing.T) {
+	spec := os.Getenv("APIARY_POOL_HELPER")
+	if spec == "" {
+		t.Skip("run by TestWorktreePoolKilled")
+	}
+	a := strings.Split(spec, "\n")
+	r := New(a[0], Options{})
+	ctx := context.Background()
+	p, err := NewWorktreePool(ctx, r, PoolOptions{Dir: a[1], Size: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout.WriteString("ready\n")
+	for i := 0; ; i++ {
+		w, err := p.Acquire(ctx, Checkout{Base: a[2+i%2], Branch: fmt.Sprintf("killed-%d-%d", os.Getpid(), i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFiles(t, w.Path(), map[string]string{"new.txt": "x", "README.md": "changed\n"})
+		if err := w.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
