@@ -10,6 +10,7 @@ say() { printf 'deps: %s\n' "$*" >&2; }
 apt_wants=(
 	"git git"
 	"etcd etcd-server"
+	"etcdctl etcd-client"
 	"chromium chromium"
 )
 missing=()
