@@ -127,6 +127,14 @@ func runChild(t *testing.T, path, mode string, stop func(line string) bool) (las
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill child: %v", err)
 	}
+	// The child went on committing until the signal landed: what it
+	// reported meanwhile is still in the pipe.
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "committed" {
+			lastTriple, _ = strconv.Atoi(f[1])
+			lastRev, _ = strconv.ParseInt(f[2], 10, 64)
+		}
+	}
 	_ = cmd.Wait()
 	if !stopped {
 		t.Fatalf("child ended before the kill point (scan error %v)", sc.Err())
