@@ -71,8 +71,8 @@ func TestCrashChild(t *testing.T) {
 				time.Sleep(time.Hour) // killed here, inside the transaction
 			}
 			big := board.Txn{Then: []board.Op{board.PutOp(claimKeyFor("torn"), []byte(`{"agent":"child"}`), board.NoLease)}}
-			for j := range 256 {
-				big.Then = append(big.Then, board.PutOp(fmt.Sprintf("big/%05d", j), make([]byte, 12<<10), board.NoLease))
+			for j := range board.MaxTxnOps - 1 {
+				big.Then = append(big.Then, board.PutOp(fmt.Sprintf("big/%05d", j), make([]byte, 28<<10), board.NoLease))
 			}
 			_, _ = s.Txn(ctx, big)
 		}

@@ -38,6 +38,7 @@ type Rate struct {
 	Concurrency int           `json:"concurrency"`
 	Clients     int           `json:"clients"`
 	Txns        int64         `json:"txns"`
+	Errors      int64         `json:"errors"` // requests that failed (timed out under overload, say); not in Txns
 	Seconds     float64       `json:"seconds"`
 	PerSecond   float64       `json:"txn_per_s"`
 	P50         time.Duration `json:"p50_ns"`
@@ -119,10 +120,10 @@ func measure(ctx context.Context, endpoints []string, opt CapacityOptions, conc 
 	run := fmt.Sprintf("%s%d-%d/", opt.Prefix, time.Now().UnixNano(), conc)
 	lctx, cancel := context.WithTimeout(ctx, opt.Duration)
 	defer cancel()
-	var n atomic.Int64
+	var n, failed atomic.Int64
 	var mu sync.Mutex
 	var lat []time.Duration
-	var firstErr error
+	var firstErr error // a transaction that answered wrong: the measurement is void
 	var wg sync.WaitGroup
 	start := time.Now()
 	for g := range conc {
@@ -140,13 +141,16 @@ func measure(ctx context.Context, endpoints []string, opt CapacityOptions, conc 
 				if lctx.Err() != nil {
 					break
 				}
-				if err == nil && !resp.Succeeded {
-					err = errors.New("claim of a new key failed")
-				}
 				if err != nil {
+					// An overloaded cluster times requests out: that is
+					// part of what is measured, not a reason to stop.
+					failed.Add(1)
+					continue
+				}
+				if !resp.Succeeded {
 					mu.Lock()
 					if firstErr == nil {
-						firstErr = err
+						firstErr = errors.New("claim of a new key failed")
 					}
 					mu.Unlock()
 					cancel()
@@ -169,7 +173,10 @@ func measure(ctx context.Context, endpoints []string, opt CapacityOptions, conc 
 		return Rate{}, err
 	}
 	slices.Sort(lat)
-	r := Rate{Concurrency: conc, Clients: nc, Txns: n.Load(), Seconds: elapsed.Seconds()}
+	r := Rate{Concurrency: conc, Clients: nc, Txns: n.Load(), Errors: failed.Load(), Seconds: elapsed.Seconds()}
+	if r.Txns == 0 && r.Errors > 0 {
+		return r, fmt.Errorf("etcdproc: capacity at %d in flight: all %d requests failed", conc, r.Errors)
+	}
 	r.PerSecond = float64(r.Txns) / r.Seconds
 	if len(lat) > 0 {
 		r.P50, r.P99 = lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)]

@@ -232,3 +232,54 @@ func TestCheckPerf(t *testing.T) {
 		t.Fatal("a missing etcdctl reported success")
 	}
 }
+
+// TestCapacity3Members measures etcd's own claim rate on a 3-member
+// loopback cluster (etcd's default Raft timing, as bench swarm starts it)
+// and runs etcdctl check perf on it. It is the measurement behind
+// docs/benchmarks.md and runs only with -etcdproc.full (make bench):
+//
+//	go test ./internal/board/etcd/etcdproc -run TestCapacity3Members -etcdproc.full -v
+func TestCapacity3Members(t *testing.T) {
+	if !*full {
+		t.Skip("the measurement runs with -etcdproc.full")
+	}
+	c, err := Start(t.Context(), Options{Bin: envtest.Command(t, "etcd"), Members: 3, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	rates, err := Capacity(t.Context(), c.Endpoints(), CapacityOptions{
+		Concurrency: []int{1, 4, 16, 64, 256}, Duration: 5 * time.Second,
+		Progress: func(r Rate) {
+			t.Logf("%5d in flight, %3d clients: %7.0f txn/s  p50 %6.2f ms  p99 %6.2f ms  %d failed", r.Concurrency, r.Clients, r.PerSecond,
+				float64(r.P50)/1e6, float64(r.P99)/1e6, r.Errors)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rates {
+		if r.Txns == 0 {
+			t.Errorf("no transactions at %d in flight", r.Concurrency)
+		}
+	}
+	if _, err := exec.LookPath("etcdctl"); err == nil {
+		out, err := CheckPerf(t.Context(), "", c.Endpoints(), "s")
+		if err != nil {
+			t.Errorf("check perf: %v", err)
+		}
+		// The progress bar redraws itself with carriage returns.
+		lines := strings.Split(out, "\n")
+		for i, l := range lines {
+			if j := strings.LastIndexByte(l, '\r'); j >= 0 {
+				lines[i] = l[j+1:]
+			}
+		}
+		t.Logf("etcdctl check perf --load=s:\n%s", strings.Join(lines, "\n"))
+	} else if envtest.InCI() {
+		t.Error("etcdctl is not installed (etcd-client)")
+	}
+	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
+		t.Logf("load average at the end: %s", la)
+	}
+}
