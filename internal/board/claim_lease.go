@@ -23,11 +23,14 @@ import (
 // of the hosts it assigns them to, and move the tasks' records along, in a
 // single write per decision batch.
 
-// ClaimSpec is one claim of ClaimOn.
+// ClaimSpec is one claim of ClaimOn: Task for Agent, bound to Lease — the
+// lease of the host Agent runs on (its Session's), which ClaimOn neither
+// grants nor revokes.
 type ClaimSpec struct {
 	Task  string
 	Agent string
 	Score float64
+	Lease LeaseID
 }
 
 // ClaimResult is ClaimOn's outcome. When Succeeded, Claims holds the new
@@ -41,19 +44,16 @@ type ClaimResult struct {
 	Taken  []Claim
 }
 
-// ClaimOn claims every task in specs, bound to lease (normally a Session's:
-// the caller's, or the host's it claims for), in one transaction with t:
-// the claims are made, and t.Then applied, only if every task is unclaimed
-// and every comparison of t.If holds; otherwise nothing is written. Claims
-// made in one transaction share its revision as their fencing token; each
-// task's tokens still increase from claim to claim. It fails with
-// ErrLeaseExpired, writing nothing, if lease no longer exists, and with
-// ErrInvalid for an empty or repeated task, an empty agent, NoLease, or a
-// transaction over MaxTxnOps.
-func (s *Store) ClaimOn(ctx context.Context, lease LeaseID, specs []ClaimSpec, t Txn) (ClaimResult, error) {
-	if lease == NoLease {
-		return ClaimResult{}, fmt.Errorf("claim on lease 0: %w", ErrInvalid)
-	}
+// ClaimOn makes every claim in specs, each bound to its lease (the caller's
+// own, or the hosts' it assigns tasks to), in one transaction with t: the
+// claims are made, and t.Then applied, only if every task is unclaimed and
+// every comparison of t.If holds; otherwise nothing is written. Claims made
+// in one transaction share its revision as their fencing token; each task's
+// tokens still increase from claim to claim. It fails with ErrLeaseExpired,
+// writing nothing, if a lease no longer exists, and with ErrInvalid for an
+// empty or repeated task, an empty agent, NoLease, or a transaction over
+// MaxTxnOps (a claim takes one comparison and two writes).
+func (s *Store) ClaimOn(ctx context.Context, specs []ClaimSpec, t Txn) (ClaimResult, error) {
 	if len(specs) == 0 {
 		return ClaimResult{}, fmt.Errorf("claim: no tasks: %w", ErrInvalid)
 	}
@@ -63,13 +63,16 @@ func (s *Store) ClaimOn(ctx context.Context, lease LeaseID, specs []ClaimSpec, t
 		if sp.Task == "" || sp.Agent == "" {
 			return ClaimResult{}, fmt.Errorf("claim: empty task or agent: %w", ErrInvalid)
 		}
-		claims[i] = Claim{Task: sp.Task, Agent: sp.Agent, Score: sp.Score, Lease: lease, Shared: true}
+		if sp.Lease == NoLease {
+			return ClaimResult{}, fmt.Errorf("claim %s on lease 0: %w", sp.Task, ErrInvalid)
+		}
+		claims[i] = Claim{Task: sp.Task, Agent: sp.Agent, Score: sp.Score, Lease: sp.Lease, Shared: true}
 		val, err := json.Marshal(claims[i])
 		if err != nil {
 			return ClaimResult{}, err
 		}
 		txn.If = append(txn.If, Absent(claimKey(sp.Task)))
-		txn.Then = append(txn.Then, PutOp(claimKey(sp.Task), val, lease), PutOp(fenceKey(sp.Task), val, NoLease))
+		txn.Then = append(txn.Then, PutOp(claimKey(sp.Task), val, sp.Lease), PutOp(fenceKey(sp.Task), val, NoLease))
 	}
 	txn.If = append(txn.If, t.If...)
 	txn.Then = append(txn.Then, t.Then...)
@@ -100,7 +103,7 @@ func (s *Store) ClaimOn(ctx context.Context, lease LeaseID, specs []ClaimSpec, t
 // ClaimShared is ClaimOn for one task and nothing else: it returns the claim,
 // or ErrClaimed naming the holder.
 func (s *Store) ClaimShared(ctx context.Context, task, agent string, score float64, lease LeaseID) (Claim, error) {
-	res, err := s.ClaimOn(ctx, lease, []ClaimSpec{{Task: task, Agent: agent, Score: score}}, Txn{})
+	res, err := s.ClaimOn(ctx, []ClaimSpec{{Task: task, Agent: agent, Score: score, Lease: lease}}, Txn{})
 	if err != nil {
 		return Claim{}, err
 	}

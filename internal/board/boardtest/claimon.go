@@ -68,17 +68,20 @@ func testClaimOnBatch(t *testing.T, e *env) {
 	must(a.Put(ctx, "gate", []byte("open"), board.NoLease))(t)
 	gate := must(a.Get(ctx, "gate"))(t)
 
-	specs := []board.ClaimSpec{{Task: "b1", Agent: "w1", Score: 1}, {Task: "b2", Agent: "w2", Score: 2}, {Task: "b3", Agent: "w3", Score: 3}}
-	res := must(b.ClaimOn(ctx, host.Lease(), specs, board.Txn{
+	// A gatekeeper (b) claims for the host (a) in one transaction: two of
+	// its workers' tasks on its lease, one on another host's.
+	specs := []board.ClaimSpec{{Task: "b1", Agent: "w1", Score: 1, Lease: host.Lease()}, {Task: "b2", Agent: "w2", Score: 2, Lease: host.Lease()},
+		{Task: "b3", Agent: "w3", Score: 3, Lease: host.Lease()}, {Task: "o1", Agent: "v1", Lease: other.Lease()}}
+	res := must(b.ClaimOn(ctx, specs, board.Txn{
 		If:   []board.Cmp{board.ModifiedAt("gate", gate.ModRevision)},
 		Then: []board.Op{board.PutOp("decided", []byte("b1 b2 b3"), board.NoLease)},
 	}))(t)
-	if !res.Succeeded || len(res.Claims) != 3 {
-		t.Fatalf("ClaimOn of three free tasks: %+v", res)
+	if !res.Succeeded || len(res.Claims) != 4 {
+		t.Fatalf("ClaimOn of four free tasks: %+v", res)
 	}
 	for i, c := range res.Claims {
-		if c.Task != specs[i].Task || c.Agent != specs[i].Agent || c.Token != res.Revision || c.Lease != host.Lease() || !c.Shared {
-			t.Fatalf("claim %d = %+v, want %+v at revision %d on lease %d", i, c, specs[i], res.Revision, host.Lease())
+		if c.Task != specs[i].Task || c.Agent != specs[i].Agent || c.Token != res.Revision || c.Lease != specs[i].Lease || !c.Shared {
+			t.Fatalf("claim %d = %+v, want %+v at revision %d", i, c, specs[i], res.Revision)
 		}
 		if h := must(a.Holder(ctx, c.Task))(t); h != c {
 			t.Fatalf("Holder(%s) = %+v, want %+v", c.Task, h, c)
@@ -87,10 +90,11 @@ func testClaimOnBatch(t *testing.T, e *env) {
 	if kv := must(a.Get(ctx, "decided"))(t); kv.ModRevision != res.Revision {
 		t.Fatalf("the batch's own write is at revision %d, want the claims' %d", kv.ModRevision, res.Revision)
 	}
+	res0 := res
 	b1, b2, b3 := res.Claims[0], res.Claims[1], res.Claims[2]
 
 	// One task in the way: nothing is written, and the holder is named.
-	res = must(a.ClaimOn(ctx, other.Lease(), []board.ClaimSpec{{Task: "b4", Agent: "x"}, {Task: "b2", Agent: "x"}},
+	res = must(a.ClaimOn(ctx, []board.ClaimSpec{{Task: "b4", Agent: "x", Lease: other.Lease()}, {Task: "b2", Agent: "x", Lease: other.Lease()}},
 		board.Txn{Then: []board.Op{board.PutOp("decided", []byte("b4"), board.NoLease)}}))(t)
 	if res.Succeeded || len(res.Taken) != 1 || res.Taken[0] != b2 || len(res.Current) != 2 {
 		t.Fatalf("ClaimOn over a held task: %+v, want it refused naming %+v", res, b2)
@@ -101,7 +105,7 @@ func testClaimOnBatch(t *testing.T, e *env) {
 		t.Fatalf("a refused batch wrote %q", kv.Value)
 	}
 	// The caller's own comparison fails: refused, no holder named.
-	res = must(a.ClaimOn(ctx, other.Lease(), []board.ClaimSpec{{Task: "b4", Agent: "x"}},
+	res = must(a.ClaimOn(ctx, []board.ClaimSpec{{Task: "b4", Agent: "x", Lease: other.Lease()}},
 		board.Txn{If: []board.Cmp{board.ModifiedAt("gate", gate.ModRevision+1000)}}))(t)
 	if res.Succeeded || len(res.Taken) != 0 || len(res.Current) != 2 {
 		t.Fatalf("ClaimOn whose comparison fails: %+v", res)
@@ -146,13 +150,17 @@ func testClaimOnBatch(t *testing.T, e *env) {
 		t.Fatal("the done transaction ran twice")
 	}
 
-	// The host's lease ends: every claim still on it goes at one revision.
+	// The host's lease ends: every claim still on it goes at one revision;
+	// the other host's stays.
 	rev := must(a.Revision(ctx))(t)
 	if err := host.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	_, err = a.Holder(ctx, "b3")
 	wantErr(t, "Holder after the host's lease ended", err, board.ErrNotFound)
+	if h := must(a.Holder(ctx, "o1"))(t); h != res0.Claims[3] {
+		t.Fatalf("the other host's claim after this host's lease ended: %+v", h)
+	}
 	if err := b.CheckFence(ctx, "b3", b3.Token); err != nil {
 		t.Fatalf("CheckFence after the lease ended, none newer: %v", err)
 	}
@@ -164,7 +172,7 @@ func testClaimOnBatch(t *testing.T, e *env) {
 	}
 
 	// A lease that is gone: nothing is written.
-	_, err = a.ClaimOn(ctx, host.Lease(), []board.ClaimSpec{{Task: "b5", Agent: "x"}}, board.Txn{Then: []board.Op{board.PutOp("decided", []byte("b5"), board.NoLease)}})
+	_, err = a.ClaimOn(ctx, []board.ClaimSpec{{Task: "b5", Agent: "x", Lease: other.Lease()}, {Task: "b6", Agent: "x", Lease: host.Lease()}}, board.Txn{Then: []board.Op{board.PutOp("decided", []byte("b5"), board.NoLease)}})
 	wantErr(t, "ClaimOn on an ended lease", err, board.ErrLeaseExpired)
 	_, err = a.Holder(ctx, "b5")
 	wantErr(t, "Holder after a ClaimOn on an ended lease", err, board.ErrNotFound)
@@ -180,7 +188,7 @@ func testClaimOnExpiry(t *testing.T, e *env) {
 	ctx := e.ctx(t)
 	a, b := e.connect(), e.connect()
 	lease := must(a.Grant(ctx, e.ttl))(t)
-	res := must(a.ClaimOn(ctx, lease, []board.ClaimSpec{{Task: "e1", Agent: "a"}, {Task: "e2", Agent: "a"}}, board.Txn{}))(t)
+	res := must(a.ClaimOn(ctx, []board.ClaimSpec{{Task: "e1", Agent: "a", Lease: lease}, {Task: "e2", Agent: "a", Lease: lease}}, board.Txn{}))(t)
 	if !res.Succeeded {
 		t.Fatalf("ClaimOn: %+v", res)
 	}
@@ -204,24 +212,21 @@ func testClaimOnInvalid(t *testing.T, e *env) {
 	lease := must(s.Grant(ctx, time.Hour))(t)
 	var many []board.ClaimSpec
 	for i := range board.MaxTxnOps/2 + 1 {
-		many = append(many, board.ClaimSpec{Task: fmt.Sprint("m", i), Agent: "a"})
+		many = append(many, board.ClaimSpec{Task: fmt.Sprint("m", i), Agent: "a", Lease: lease})
 	}
 	for name, call := range map[string]func() error{
-		"no lease": func() error {
-			_, err := s.ClaimOn(ctx, board.NoLease, []board.ClaimSpec{{Task: "x", Agent: "a"}}, board.Txn{})
-			return err
-		},
-		"no tasks": func() error { _, err := s.ClaimOn(ctx, lease, nil, board.Txn{}); return err },
+		"no lease": func() error { _, err := s.ClaimShared(ctx, "x", "a", 0, board.NoLease); return err },
+		"no tasks": func() error { _, err := s.ClaimOn(ctx, nil, board.Txn{}); return err },
 		"empty task": func() error {
-			_, err := s.ClaimOn(ctx, lease, []board.ClaimSpec{{Agent: "a"}}, board.Txn{})
+			_, err := s.ClaimOn(ctx, []board.ClaimSpec{{Agent: "a", Lease: lease}}, board.Txn{})
 			return err
 		},
 		"empty agent": func() error { _, err := s.ClaimShared(ctx, "x", "", 0, lease); return err },
 		"repeated task": func() error {
-			_, err := s.ClaimOn(ctx, lease, []board.ClaimSpec{{Task: "x", Agent: "a"}, {Task: "x", Agent: "b"}}, board.Txn{})
+			_, err := s.ClaimOn(ctx, []board.ClaimSpec{{Task: "x", Agent: "a", Lease: lease}, {Task: "x", Agent: "b", Lease: lease}}, board.Txn{})
 			return err
 		},
-		"too many": func() error { _, err := s.ClaimOn(ctx, lease, many, board.Txn{}); return err },
+		"too many": func() error { _, err := s.ClaimOn(ctx, many, board.Txn{}); return err },
 	} {
 		wantErr(t, name, call(), board.ErrInvalid)
 	}
