@@ -107,7 +107,7 @@ func ClaimPath(ctx context.Context, cfg ClaimPathConfig) (*ClaimPathResult, erro
 		if hosts[h], err = open(); err != nil {
 			return nil, err
 		}
-		if sessions[h], err = hosts[h].st.NewSession(ctx, 10*time.Second); err != nil {
+		if sessions[h], err = hosts[h].st.NewSession(ctx, time.Minute); err != nil {
 			return nil, err
 		}
 	}
