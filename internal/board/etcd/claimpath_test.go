@@ -35,7 +35,7 @@ func TestClaimPath(t *testing.T) {
 	t.Parallel()
 	c := etcdtest.Start(t, envtest.Command(t, "etcd"), 3)
 	res, err := boardtest.ClaimPath(t.Context(), boardtest.ClaimPathConfig{
-		Open: meteredOpener(c.Endpoints()), Hosts: 4, Workers: 16, Prefetch: 4, Tasks: 600, Work: 2 * time.Millisecond, Prefix: "path/",
+		Open: meteredOpener(c.Endpoints()), Hosts: 3, Workers: 8, Prefetch: 2, Tasks: 200, Work: 2 * time.Millisecond, Prefix: "path/",
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ func TestClaimPath(t *testing.T) {
 			m := board.NewMeter(b)
 			return board.New(m, board.Options{}), m.Counts, nil
 		},
-		Hosts: 4, Workers: 16, Prefetch: 4, Tasks: 600, Work: 2 * time.Millisecond, Prefix: "path/",
+		Hosts: 3, Workers: 8, Prefetch: 2, Tasks: 200, Work: 2 * time.Millisecond, Prefix: "path/",
 	})
 	if err != nil {
 		t.Fatal(err)
