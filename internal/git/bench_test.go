@@ -201,12 +201,15 @@ func commitChain(b *testing.B, r *Repo, base string, n, perCommit, files int) []
 	return ids
 }
 
-// BenchmarkWorktreePool10k measures acquiring a worktree from a warm pool in
-// a 10,000-file repository on a new branch, each base differing from the
-// previous task's by at most 100 files — the case BenchmarkWorktreeAdd10k
-// pays a whole `git worktree add` for. Between acquisitions (timer stopped)
-// a task's attempt edits, adds and ignores files, and the release restores
-// the worktree; the release's own time is reported as release-p50-ms.
+// BenchmarkWorktreePool10k measures acquiring a worktree on a new branch
+// from a warm pool in a 10,000-file repository, each base differing from
+// the previous task's by at most 100 files (a chain of commits that each
+// rewrite 100 files at random): "full" checks everything out, "sparse" a
+// cone of 10 of the 100 directories. Between acquisitions (timer stopped) a
+// task edits, adds and ignores files and the release restores the
+// worktree; the release's time is reported as release-p50-ms. "add" is the
+// baseline in the same run and repository: `git worktree add -b` of the same
+// commits (the removal untimed).
 func BenchmarkWorktreePool10k(b *testing.B) {
 	r := bigRepo(b, 10000)
 	ctx := context.Background()
@@ -216,86 +219,113 @@ func BenchmarkWorktreePool10k(b *testing.B) {
 	}
 	chain := commitChain(b, r, base, 64, 100, 10000)
 	sh(b, r.Dir(), nil, "repack", "-a", "-d", "-q") // as a real repository's objects are
-	p, err := NewWorktreePool(ctx, r, PoolOptions{Dir: filepath.Join(b.TempDir(), "pool"), Size: 1})
-	if err != nil {
-		b.Fatal(err)
+	var cone []string
+	for d := range 10 {
+		cone = append(cone, fmt.Sprintf("pkg%02d", d))
 	}
-	defer p.Close(ctx)
-	steps := map[string][]time.Duration{}
-	p.trace = func(step string, d time.Duration) { steps[step] = append(steps[step], d) }
-	warm, err := p.Acquire(ctx, Checkout{Base: base})
-	if err != nil {
-		b.Fatal(err)
+	for _, bc := range []struct {
+		name   string
+		sparse []string
+		dirs   int // the directories a task edits in
+	}{{"full", nil, 100}, {"sparse", cone, 10}} {
+		b.Run(bc.name, func(b *testing.B) {
+			p, err := NewWorktreePool(ctx, r, PoolOptions{Dir: filepath.Join(b.TempDir(), "pool"), Size: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close(ctx)
+			steps := map[string][]time.Duration{}
+			warm, err := p.Acquire(ctx, Checkout{Base: base, Sparse: bc.sparse})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := warm.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+			p.trace = func(step string, d time.Duration) { steps[step] = append(steps[step], d) }
+			var acq, rel []time.Duration
+			i := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				branch := fmt.Sprintf("apiary/bench/%s%d", bc.name, i)
+				start := time.Now()
+				w, err := p.Acquire(ctx, Checkout{Base: chain[i%len(chain)], Branch: branch, Sparse: bc.sparse})
+				if err != nil {
+					b.Fatal(err)
+				}
+				acq = append(acq, time.Since(start))
+				b.StopTimer()
+				attempt(b, w.Path(), i, bc.dirs)
+				start = time.Now()
+				if err := w.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+				rel = append(rel, time.Since(start))
+				if err := r.DeleteBranch(ctx, branch); err != nil {
+					b.Fatal(err)
+				}
+				i++
+				b.StartTimer()
+			}
+			b.StopTimer()
+			if st := p.Stats(); st.Created != 1 || st.Unpooled != 0 || st.Broken != 0 {
+				b.Fatalf("pool stats %+v: want one worktree reused throughout", st)
+			}
+			reportQuantiles(b, "", acq)
+			reportQuantiles(b, "release-", rel)
+			for _, k := range slices.Sorted(maps.Keys(steps)) {
+				s := slices.Sorted(slices.Values(steps[k]))
+				b.Logf("step %-8s p50 %6.2f ms  p99 %6.2f ms", k, float64(s[len(s)/2])/1e6, float64(s[len(s)*99/100])/1e6)
+			}
+			logLoad(b)
+		})
 	}
-	if err := warm.Release(ctx); err != nil {
-		b.Fatal(err)
-	}
-	clear(steps)
-	var acq, rel []time.Duration
-	i := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		start := time.Now()
-		w, err := p.Acquire(ctx, Checkout{Base: chain[i%len(chain)], Branch: fmt.Sprintf("apiary/bench/p%d", i)})
-		if err != nil {
-			b.Fatal(err)
+	b.Run("add", func(b *testing.B) {
+		var add []time.Duration
+		i := 0
+		for b.Loop() {
+			wt := filepath.Join(b.TempDir(), "add")
+			branch := fmt.Sprintf("apiary/bench/add%d", i)
+			start := time.Now()
+			if err := r.WorktreeAdd(ctx, wt, branch, chain[i%len(chain)]); err != nil {
+				b.Fatal(err)
+			}
+			add = append(add, time.Since(start))
+			b.StopTimer()
+			if err := r.WorktreeRemove(ctx, wt); err != nil {
+				b.Fatal(err)
+			}
+			if err := r.DeleteBranch(ctx, branch); err != nil {
+				b.Fatal(err)
+			}
+			i++
+			b.StartTimer()
 		}
-		acq = append(acq, time.Since(start))
-		b.StopTimer()
-		attempt(b, w.Path(), i)
-		start = time.Now()
-		if err := w.Release(ctx); err != nil {
-			b.Fatal(err)
-		}
-		rel = append(rel, time.Since(start))
-		if err := r.DeleteBranch(ctx, fmt.Sprintf("apiary/bench/p%d", i)); err != nil {
-			b.Fatal(err)
-		}
-		i++
-		b.StartTimer()
-	}
-	b.StopTimer()
-	if st := p.Stats(); st.Created != 1 || st.Unpooled != 0 || st.Broken != 0 {
-		b.Fatalf("pool stats %+v: want one worktree reused throughout", st)
-	}
-	reportQuantiles(b, "", acq)
-	reportQuantiles(b, "release-", rel)
-	for _, k := range slices.Sorted(maps.Keys(steps)) {
-		s := slices.Sorted(slices.Values(steps[k]))
-		b.Logf("step %-8s p50 %6.2f ms  p99 %6.2f ms", k, float64(s[len(s)/2])/1e6, float64(s[len(s)*99/100])/1e6)
-	}
-	// The baseline, same repository, same run: `git worktree add -b` of
-	// the same commits.
-	var add []time.Duration
-	for k := range 5 {
-		wt := filepath.Join(b.TempDir(), "add")
-		start := time.Now()
-		if err := r.WorktreeAdd(ctx, wt, fmt.Sprintf("apiary/bench/add%d", k), chain[k]); err != nil {
-			b.Fatal(err)
-		}
-		add = append(add, time.Since(start))
-		if err := r.WorktreeRemove(ctx, wt); err != nil {
-			b.Fatal(err)
-		}
-	}
-	reportQuantiles(b, "add-", add)
+		reportQuantiles(b, "", add)
+		logLoad(b)
+	})
+}
+
+func logLoad(b *testing.B) {
 	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
 		b.Logf("load average at the end: %s", strings.TrimSpace(string(la)))
 	}
 }
 
 // attempt is what a task does to its worktree between acquisition and
-// release: edits some tracked files, adds untracked and ignored ones.
-func attempt(b *testing.B, dir string, i int) {
+// release: edits some tracked files (in the first dirs directories), adds
+// untracked and ignored ones.
+func attempt(b *testing.B, dir string, i, dirs int) {
 	for k := range 5 {
 		n := (i*37 + k*1999) % 10000
+		n = n - n%100 + n%dirs
 		p := filepath.Join(dir, fmt.Sprintf("pkg%02d/file%05d.go", n%100, n))
 		if err := os.WriteFile(p, []byte(fmt.Sprintf("package pkg\n\n// edited by task %d\n", i)), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for k := range 3 {
-		p := filepath.Join(dir, fmt.Sprintf("pkg%02d/new%d_%d.go", (i+k)%100, i, k))
+		p := filepath.Join(dir, fmt.Sprintf("pkg%02d/new%d_%d.go", (i+k)%dirs, i, k))
 		if err := os.WriteFile(p, []byte("package pkg\n"), 0o644); err != nil {
 			b.Fatal(err)
 		}
