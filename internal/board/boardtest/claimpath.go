@@ -196,12 +196,21 @@ type pathRequest struct {
 }
 
 // assign follows the hosts' requests (on ch) and claims tasks for them,
-// several hosts per transaction.
+// several hosts per transaction, a few transactions in flight at once
+// (they claim disjoint tasks). A transaction whose outcome is unknown (a
+// request timed out on an overloaded cluster) is settled by reading a claim
+// it made; one that did not happen gives its tasks back.
 func assign(ctx context.Context, st *board.Store, ch <-chan board.WatchResponse, p string, tasks int) error {
-	next := 0 // tasks go in order; a gatekeeper would score them
-	// Decisions on disjoint tasks do not wait for each other: a few
-	// transactions are in flight at once.
+	queue := make([]int, tasks) // tasks go in order; a gatekeeper would score them
+	for i := range queue {
+		queue[i] = i
+	}
 	inflight := make(chan struct{}, 4)
+	type undone struct {
+		host  string
+		tasks []int
+	}
+	back := make(chan undone, 64)
 	failed := make(chan error, 1)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -219,16 +228,34 @@ func assign(ctx context.Context, st *board.Store, ch <-chan board.WatchResponse,
 		}
 		return nil
 	}
-	for next < tasks {
-		select {
-		case <-ctx.Done():
-			return nil
-		case resp, ok := <-ch:
-			if !ok {
-				return nil
+	giveBack := func(u undone) {
+		queue = append(queue, u.tasks...)
+		given[u.host] -= len(u.tasks)
+	}
+	canGive := func() bool {
+		for host, r := range want {
+			if given[host] < r.Want {
+				return len(queue) > 0
 			}
-			if err := apply(resp); err != nil {
+		}
+		return false
+	}
+	for {
+		if !canGive() { // nothing to decide until something changes
+			select {
+			case <-ctx.Done():
+				return nil
+			case err := <-failed:
 				return err
+			case u := <-back:
+				giveBack(u)
+			case resp, ok := <-ch:
+				if !ok {
+					return nil
+				}
+				if err := apply(resp); err != nil {
+					return err
+				}
 			}
 		}
 	drain: // every request already delivered counts in this decision
@@ -241,28 +268,44 @@ func assign(ctx context.Context, st *board.Store, ch <-chan board.WatchResponse,
 				if err := apply(resp); err != nil {
 					return err
 				}
+			case u := <-back:
+				giveBack(u)
 			default:
 				break drain
 			}
 		}
 		var specs []board.ClaimSpec
 		var t board.Txn
-		flush := func() error {
+		var batch []undone
+		flush := func() {
 			if len(specs) == 0 {
-				return nil
+				return
 			}
 			select {
-			case err := <-failed:
-				return err
 			case inflight <- struct{}{}:
 			case <-ctx.Done():
-				return nil
+				return
 			}
-			sp, tx := specs, t
-			specs, t = nil, board.Txn{}
+			sp, tx, bt := specs, t, batch
+			specs, t, batch = nil, board.Txn{}, nil
 			wg.Go(func() {
 				defer func() { <-inflight }()
 				res, err := st.ClaimOn(ctx, sp, tx)
+				if err != nil && ctx.Err() == nil {
+					// Unknown outcome: the transaction is atomic, so one of
+					// its claims says whether all of it happened.
+					if h, herr := st.Holder(ctx, sp[0].Task); herr == nil && h.Lease == sp[0].Lease {
+						return
+					} else if herr == nil || errors.Is(herr, board.ErrNotFound) {
+						for _, u := range bt {
+							select {
+							case back <- u:
+							case <-ctx.Done():
+							}
+						}
+						return
+					}
+				}
 				if err == nil && !res.Succeeded {
 					err = fmt.Errorf("boardtest: claim path: a claim of fresh tasks was refused (taken %v)", res.Taken)
 				}
@@ -273,34 +316,31 @@ func assign(ctx context.Context, st *board.Store, ch <-chan board.WatchResponse,
 					}
 				}
 			})
-			return nil
 		}
 		for host, r := range want {
-			for given[host] < r.Want && next < tasks {
+			var mine []int
+			for given[host] < r.Want && len(queue) > 0 {
 				// A claim is two writes, plus the task record and the
 				// host's inbox entry.
 				if 2*len(specs)+len(t.Then)+4 > board.MaxTxnOps {
-					if err := flush(); err != nil {
-						return err
-					}
+					batch = append(batch, undone{host, mine})
+					mine = nil
+					flush()
 				}
-				task := strconv.Itoa(next)
-				next++
+				n := queue[0]
+				queue = queue[1:]
+				task := strconv.Itoa(n)
 				given[host]++
+				mine = append(mine, n)
 				specs = append(specs, board.ClaimSpec{Task: p + task, Agent: host, Lease: r.Lease})
 				t.Then = append(t.Then, board.PutOp(p+"task/"+task, []byte("running "+host), board.NoLease),
 					board.PutOp(p+"inbox/"+host+"/"+task, nil, r.Lease))
 			}
+			if len(mine) > 0 {
+				batch = append(batch, undone{host, mine})
+			}
 		}
-		if err := flush(); err != nil {
-			return err
-		}
-	}
-	select {
-	case <-ctx.Done():
-		return nil
-	case err := <-failed:
-		return err
+		flush()
 	}
 }
 
@@ -398,17 +438,26 @@ func runPathHost(ctx context.Context, st *board.Store, sess *board.Session, p, h
 // key, done, ending the claim, in one transaction.
 func finish(ctx context.Context, st *board.Store, p, task, key string, token int64, ran func(int)) error {
 	c := board.Claim{Task: p + task, Token: token, Shared: true}
-	res, err := st.Txn(ctx, board.Txn{If: []board.Cmp{c.Guard()}, Then: []board.Op{
+	done := board.Txn{If: []board.Cmp{c.Guard()}, Then: []board.Op{
 		board.PutOp(p+"task/"+task, []byte("done"), board.NoLease), c.ReleaseOp(), board.DeleteOp(key),
-	}})
-	if err != nil {
+	}}
+	for attempt := 0; ; attempt++ {
+		res, err := st.Txn(ctx, done)
+		if err == nil && res.Succeeded {
+			break
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
-		return err
-	}
-	if !res.Succeeded {
-		return fmt.Errorf("boardtest: claim path: task %s lost its claim %d", task, token)
+		// Failed, or unknown (timed out): if the record says done, it went
+		// through; the guard keeps a retry from applying twice.
+		if kv, gerr := st.Get(ctx, p+"task/"+task); gerr == nil && string(kv.Value) == "done" {
+			break
+		}
+		if err == nil || attempt == 20 {
+			return fmt.Errorf("boardtest: claim path: task %s (claim %d) not recorded: %v", task, token, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	n, _ := strconv.Atoi(task)
 	ran(n)
