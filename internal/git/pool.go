@@ -490,20 +490,49 @@ func (p *WorktreePool) acquireUnpooled(ctx context.Context, co Checkout, commit 
 }
 
 // enableWorktreeConfig sets extensions.worktreeConfig, which per-worktree
-// sparse checkouts need, as `git sparse-checkout` itself does.
+// sparse checkouts need, the way `git sparse-checkout` does: core.bare and
+// core.worktree move from the shared configuration to the main worktree's
+// own first, or every linked worktree of a bare repository would take
+// itself for bare.
 func (p *WorktreePool) enableWorktreeConfig(ctx context.Context) error {
 	p.sparseOnce.Lock()
 	defer p.sparseOnce.Unlock()
 	if p.sparseOK {
 		return nil
 	}
-	v, code, err := p.repo.run(ctx, call{args: []string{"config", "--type=bool", "--get", "extensions.worktreeConfig"}, okExit: []int{1}})
+	shared := filepath.Join(p.common, "config")
+	main := filepath.Join(p.common, "config.worktree")
+	get := func(key string, typ ...string) (string, bool, error) {
+		args := append(append([]string{"config", "--file", shared}, typ...), "--get", key)
+		v, code, err := p.repo.run(ctx, call{args: args, okExit: []int{1}})
+		return strings.TrimSpace(string(v)), code == 0, err
+	}
+	v, ok, err := get("extensions.worktreeConfig", "--type=bool")
 	if err != nil {
 		return err
 	}
-	if code != 0 || strings.TrimSpace(string(v)) != "true" {
-		if _, _, err := p.repo.run(ctx, call{args: []string{"config", "extensions.worktreeConfig", "true"}}); err != nil {
+	if !ok || v != "true" {
+		if _, _, err := p.repo.run(ctx, call{args: []string{"config", "--file", shared, "extensions.worktreeConfig", "true"}}); err != nil {
 			return err
+		}
+		for _, key := range []string{"core.bare", "core.worktree"} {
+			var typ []string
+			if key == "core.bare" {
+				typ = []string{"--type=bool"}
+			}
+			v, ok, err := get(key, typ...)
+			if err != nil {
+				return err
+			}
+			if !ok || key == "core.bare" && v != "true" {
+				continue // core.bare=false may be negating a global true: it stays
+			}
+			if _, _, err := p.repo.run(ctx, call{args: []string{"config", "--file", main, key, v}}); err != nil {
+				return err
+			}
+			if _, _, err := p.repo.run(ctx, call{args: []string{"config", "--file", shared, "--unset", key}}); err != nil {
+				return err
+			}
 		}
 	}
 	p.sparseOK = true

@@ -449,3 +449,23 @@ func TestWorktreePoolHelper(t *testing.T) {
 		}
 	}
 }
+
+// TestWorktreePoolBare: the pool works on a bare repository (a worker's
+// clone of the shared remote is one).
+func TestWorktreePoolBare(t *testing.T) {
+	t.Parallel()
+	f := newPoolFixture(t)
+	dir := filepath.Join(t.TempDir(), "repo.git")
+	sh(t, f.r.Dir(), nil, "clone", "--quiet", "--bare", f.r.Dir(), dir)
+	r := New(dir, Options{Env: append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")})
+	p := newTestPool(t, r, PoolOptions{})
+	for _, co := range []Checkout{{Base: f.c1, Branch: "bare-1"}, {Base: f.c3, Sparse: []string{"app"}}, {Base: f.c2, Branch: "bare-2"}} {
+		w := acquire(t, p, co)
+		assertIdentical(t, r, w, co)
+		mess(t, w.Path(), nil)
+		must(t, w.Release(t.Context()))
+	}
+	if st := p.Stats(); st.Created != 1 || st.Reused != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
