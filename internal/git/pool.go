@@ -34,12 +34,12 @@ type PoolOptions struct {
 	MaxIdle time.Duration
 	// Now is the clock MaxIdle is measured with; default time.Now.
 	Now func() time.Time
-	// Lock is held around the pool's `git worktree add`, `remove` and
-	// `prune`, which race with one another in one repository (git reads
-	// every worktree's administrative files while another is being
-	// made). A caller that runs its own passes the lock it holds for
-	// them; default a lock of the pool's own.
-	Lock sync.Locker
+	// Lock runs the pool's `git worktree add`, `remove` and `prune`, which
+	// race with one another in one repository (git reads every worktree's
+	// administrative files while another is being made). A caller that runs
+	// its own passes the lock it runs them under (the run directory's
+	// worktree lock); default a mutex of the pool's own.
+	Lock WorktreeLocker
 }
 
 // Checkout is what an acquired worktree holds.
@@ -162,7 +162,7 @@ func NewWorktreePool(ctx context.Context, repo *Repo, opt PoolOptions) (*Worktre
 		opt.Now = time.Now
 	}
 	if opt.Lock == nil {
-		opt.Lock = new(sync.Mutex)
+		opt.Lock = &mutexLocker{}
 	}
 	dir, err := filepath.Abs(opt.Dir)
 	if err != nil {
@@ -254,11 +254,22 @@ func (p *WorktreePool) removeLeftovers(ctx context.Context) error {
 	return p.locked(func() error { return p.repo.WorktreePrune(ctx) })
 }
 
-// locked runs f holding opt.Lock.
-func (p *WorktreePool) locked(f func() error) error {
-	p.opt.Lock.Lock()
-	defer p.opt.Lock.Unlock()
-	return f()
+// locked runs f under opt.Lock.
+func (p *WorktreePool) locked(f func() error) error { return p.opt.Lock.Do(f) }
+
+// WorktreeLocker serializes the commands that change a repository's list
+// of worktrees: Do runs fn while no other such command runs.
+type WorktreeLocker interface {
+	Do(fn func() error) error
+}
+
+// mutexLocker is the default WorktreeLocker: a mutex of the pool's own.
+type mutexLocker struct{ mu sync.Mutex }
+
+func (l *mutexLocker) Do(fn func() error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return fn()
 }
 
 // Acquire returns a worktree holding co. It reuses an idle worktree when
