@@ -28,6 +28,7 @@ stop_package_etcd() {
 apt_wants=(
 	"git git"
 	"etcd etcd-server"
+	"etcdctl etcd-client"
 	"chromium chromium"
 )
 missing=()

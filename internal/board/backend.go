@@ -142,8 +142,14 @@ func PutOp(key string, value []byte, lease LeaseID) Op {
 // DeleteOp deletes key; deleting an absent key changes nothing.
 func DeleteOp(key string) Op { return Op{Type: OpDelete, Key: key} }
 
+// MaxTxnOps is the most comparisons, and the most writes, one Txn may hold:
+// etcd's default limit (its --max-txn-ops). Both backends refuse a larger
+// Txn with ErrInvalid, so that what works on one machine works on many.
+const MaxTxnOps = 128
+
 // Txn is an atomic conditional write: if every Cmp in If holds, all of Then
-// is applied at one new revision; otherwise nothing is written.
+// is applied at one new revision; otherwise nothing is written. If and Then
+// hold at most MaxTxnOps entries each.
 type Txn struct {
 	If   []Cmp
 	Then []Op
@@ -199,12 +205,13 @@ type Backend interface {
 	Revoke(ctx context.Context, id LeaseID) error
 	// Watch calls yield with the events for keys under prefix from revision
 	// from on (0: from the next revision), in revision order, each exactly
-	// once. Each call holds the events of one or more whole revisions. Watch
+	// once, leaving out at the source the types opts excludes. Each call
+	// holds the (wanted) events of one or more whole revisions. Watch
 	// blocks until ctx is done (returning ctx.Err()), yield returns false
 	// (nil), the history before from is compacted (ErrCompacted), or the
 	// backend closes (ErrClosed). It must survive the loss of connections it
 	// can recover from (an etcd member dying) without a gap.
-	Watch(ctx context.Context, prefix string, from int64, yield func([]Event) bool) error
+	Watch(ctx context.Context, prefix string, from int64, opts WatchOptions, yield func([]Event) bool) error
 	// Compact discards the history before rev; watches from an earlier
 	// revision then fail with ErrCompacted. Compacting to a revision at or
 	// below an earlier compaction does nothing.

@@ -218,6 +218,9 @@ func (s *Store) Txn(ctx context.Context, t Txn) (TxnResult, error) {
 }
 
 func validateTxn(t Txn) error {
+	if len(t.If) > MaxTxnOps || len(t.Then) > MaxTxnOps {
+		return fmt.Errorf("txn of %d comparisons and %d writes, over %d: %w", len(t.If), len(t.Then), MaxTxnOps, ErrInvalid)
+	}
 	for _, c := range t.If {
 		if err := checkKey(c.Key); err != nil {
 			return err

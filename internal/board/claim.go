@@ -36,7 +36,10 @@ type Claim struct {
 	Agent string  `json:"agent"`
 	Score float64 `json:"score"`
 	Lease LeaseID `json:"lease"`
-	Token int64   `json:"-"`
+	// Shared is set for a claim bound to a lease its holder uses for other
+	// keys too (ClaimOn): releasing it deletes the claim, not the lease.
+	Shared bool  `json:"shared,omitempty"`
+	Token  int64 `json:"-"`
 }
 
 // Guard is the Txn comparison that holds exactly while this claim is the
@@ -142,12 +145,18 @@ func (s *Store) Holder(ctx context.Context, task string) (Claim, error) {
 	return decodeClaim(kv)
 }
 
-// Release ends claim c by revoking its lease, which deletes the claim and
-// every other key bound to it (the worker's intent, say); a newer claim is
-// bound to another lease and is untouched. It returns ErrStaleFence if a
-// newer claim holds the task (c's had already lapsed), ErrLeaseExpired if c
-// lapsed and nobody has claimed since.
+// Release ends claim c. A claim with a lease of its own (Claim) ends by
+// revoking the lease, which deletes the claim and every other key bound to
+// it (the worker's intent, say); a newer claim is bound to another lease and
+// is untouched. A claim on a shared lease (ClaimOn) ends by deleting the
+// claim key alone, if the claim is still the live one; keys it shares the
+// lease with stay. It returns ErrStaleFence if a newer claim holds the task
+// (c's had already lapsed), ErrLeaseExpired if c lapsed and nobody has
+// claimed since.
 func (s *Store) Release(ctx context.Context, c Claim) error {
+	if c.Shared {
+		return s.releaseShared(ctx, c)
+	}
 	err := s.Revoke(ctx, c.Lease)
 	if errors.Is(err, ErrLeaseExpired) {
 		return s.fenceError(ctx, c.Task, c.Token)

@@ -113,7 +113,8 @@ func (s *Store) waitForTurn(ctx context.Context, l *Leadership) error {
 			return nil
 		}
 		gone := false
-		err = s.b.Watch(wctx, ahead.Key, rev+1, func(evs []Event) bool {
+		// Only its deletion matters: its puts are never sent.
+		err = s.b.Watch(wctx, ahead.Key, rev+1, WatchOptions{NoPut: true}, func(evs []Event) bool {
 			for _, ev := range evs {
 				if ev.Key == ahead.Key && ev.Type == EventDelete {
 					gone = true

@@ -125,9 +125,9 @@ func (m *Meter) Revoke(ctx context.Context, id LeaseID) error {
 }
 
 // Watch implements Backend, counting each delivered event.
-func (m *Meter) Watch(ctx context.Context, prefix string, from int64, yield func([]Event) bool) error {
+func (m *Meter) Watch(ctx context.Context, prefix string, from int64, opts WatchOptions, yield func([]Event) bool) error {
 	m.n[opWatch].Add(1)
-	return m.b.Watch(ctx, prefix, from, func(evs []Event) bool {
+	return m.b.Watch(ctx, prefix, from, opts, func(evs []Event) bool {
 		m.n[opEvent].Add(int64(len(evs)))
 		return yield(evs)
 	})

@@ -3,6 +3,7 @@ package board
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // WatchResponse is one delivery from Watch: the events of one or more whole
@@ -11,6 +12,38 @@ import (
 type WatchResponse struct {
 	Events []Event
 	Err    error
+}
+
+// WatchOptions narrow a watch at its source: the events a watcher has no
+// use for are never sent to it (on etcd, the server drops them), which is
+// what a watch costs the board and the watcher. The zero value delivers
+// everything.
+type WatchOptions struct {
+	// NoPut leaves out puts; NoDelete leaves out deletions (lease expiries
+	// included). A watcher that deletes the keys it follows itself — a
+	// gatekeeper its shard's requests, a host its own claims' records —
+	// needs no delete events. Setting both is ErrInvalid.
+	NoPut, NoDelete bool
+}
+
+// keep reports whether opts delivers ev.
+func (o WatchOptions) keep(ev Event) bool {
+	return !(o.NoPut && ev.Type == EventPut || o.NoDelete && ev.Type == EventDelete)
+}
+
+// Filter returns the events of evs that opts delivers, reusing evs's
+// storage; for backends that cannot filter at the source.
+func (o WatchOptions) Filter(evs []Event) []Event {
+	if !o.NoPut && !o.NoDelete {
+		return evs
+	}
+	out := evs[:0]
+	for _, ev := range evs {
+		if o.keep(ev) {
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 // Watch streams the changes to keys under prefix ("" for all) from revision
@@ -26,6 +59,14 @@ type WatchResponse struct {
 // history), ErrClosed (the store closed), or a backend failure. The watch
 // goroutine is owned by ctx: cancel it or drain the channel.
 func (s *Store) Watch(ctx context.Context, prefix string, from int64) <-chan WatchResponse {
+	return s.WatchWith(ctx, prefix, from, WatchOptions{})
+}
+
+// WatchWith is Watch with the event types opts leaves out never sent. A
+// revision whose every change is left out is not delivered at all; a
+// consumer resumes, as with Watch, from the revision after the last one it
+// handled.
+func (s *Store) WatchWith(ctx context.Context, prefix string, from int64, opts WatchOptions) <-chan WatchResponse {
 	ch := make(chan WatchResponse)
 	fail := func(err error) <-chan WatchResponse {
 		go func() {
@@ -33,6 +74,9 @@ func (s *Store) Watch(ctx context.Context, prefix string, from int64) <-chan Wat
 			deliver(ctx, ch, WatchResponse{Err: err})
 		}()
 		return ch
+	}
+	if opts.NoPut && opts.NoDelete {
+		return fail(fmt.Errorf("watch %q leaving out every event: %w", prefix, ErrInvalid))
 	}
 	if from == 0 {
 		rev, err := s.Revision(ctx)
@@ -50,7 +94,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, from int64) <-chan Wat
 	stop := context.AfterFunc(s.life, cancel)
 	go func() {
 		defer close(ch)
-		err := s.b.Watch(wctx, prefix, from, func(evs []Event) bool {
+		err := s.b.Watch(wctx, prefix, from, opts, func(evs []Event) bool {
 			return deliver(wctx, ch, WatchResponse{Events: evs})
 		})
 		stop()

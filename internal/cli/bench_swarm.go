@@ -3,23 +3,19 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/board/connect"
+	"github.com/apiary-dev/apiary/internal/board/etcd/etcdproc"
 	"github.com/apiary-dev/apiary/internal/plot"
 	"github.com/apiary-dev/apiary/internal/swarm"
 )
@@ -185,16 +181,20 @@ func benchBoard(ctx context.Context, e *env, kind, etcdDSN, tmp string) (fresh f
 	}
 	dsn := etcdDSN
 	if dsn == "" {
-		eps, kill, err := startEtcd(ctx, filepath.Join(tmp, "etcd"), 3)
+		if err := os.MkdirAll(filepath.Join(tmp, "etcd"), 0o755); err != nil {
+			return nil, false, nil, err
+		}
+		cluster, err := etcdproc.Start(ctx, etcdproc.Options{Members: 3, Dir: filepath.Join(tmp, "etcd")})
 		if err != nil {
 			return nil, false, nil, fmt.Errorf("starting etcd (or pass --etcd DSN): %w", err)
 		}
+		eps := cluster.Endpoints()
 		fmt.Fprintf(e.stderr, "bench swarm: started a 3-member etcd cluster at %s\n", strings.Join(eps, ","))
 		dsn = "etcd://" + strings.Join(eps, ",")
 		prev := stop
 		stop = func() {
 			prev()
-			kill()
+			cluster.Stop()
 		}
 	}
 	d, err := board.ParseDSN(dsn)
@@ -208,104 +208,6 @@ func benchBoard(ctx context.Context, e *env, kind, etcdDSN, tmp string) (fresh f
 		d.Prefix = base + fmt.Sprintf("apiary-bench-%d-%d/", time.Now().UnixNano(), runs)
 		return openDSN(d.String())
 	}, false, stop, nil
-}
-
-// startEtcd starts an n-member etcd cluster on free loopback ports with its
-// data under dir, each member in its own process group, and waits until it
-// is healthy; kill stops the members and waits for them.
-func startEtcd(ctx context.Context, dir string, n int) (endpoints []string, kill func(), err error) {
-	bin, err := exec.LookPath("etcd")
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, nil, err
-	}
-	var ports []int
-	for range 2 * n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, nil, err
-		}
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-		l.Close()
-	}
-	var initial []string
-	for i := range n {
-		initial = append(initial, fmt.Sprintf("m%d=http://127.0.0.1:%d", i, ports[2*i+1]))
-	}
-	// The members live until kill, not just while ctx does.
-	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var cmds []*exec.Cmd
-	kill = func() {
-		cancel()
-		for _, c := range cmds {
-			_ = c.Wait()
-		}
-	}
-	for i := range n {
-		client := fmt.Sprintf("http://127.0.0.1:%d", ports[2*i])
-		peer := fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1])
-		logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("m%d.log", i)))
-		if err != nil {
-			kill()
-			return nil, nil, err
-		}
-		cmd := exec.CommandContext(life, bin, "--name", fmt.Sprintf("m%d", i), "--data-dir", filepath.Join(dir, fmt.Sprintf("m%d", i)),
-			"--listen-client-urls", client, "--advertise-client-urls", client, "--listen-peer-urls", peer,
-			"--initial-advertise-peer-urls", peer, "--initial-cluster", strings.Join(initial, ","),
-			"--initial-cluster-token", filepath.Base(dir), "--initial-cluster-state", "new", "--log-level", "warn", "--logger", "zap")
-		cmd.Stdout, cmd.Stderr = logf, logf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-		err = cmd.Start()
-		logf.Close()
-		if err != nil {
-			kill()
-			return nil, nil, err
-		}
-		cmds = append(cmds, cmd)
-		endpoints = append(endpoints, strings.TrimPrefix(client, "http://"))
-	}
-	if err := waitEtcd(ctx, endpoints, 30*time.Second); err != nil {
-		kill()
-		return nil, nil, err
-	}
-	return endpoints, kill, nil
-}
-
-// errEtcdNotHealthy: a started cluster did not answer healthy in time.
-var errEtcdNotHealthy = errors.New("etcd cluster did not become healthy")
-
-// waitEtcd polls the members' /health until all answer healthy: the only
-// way to learn when another process is ready.
-func waitEtcd(ctx context.Context, endpoints []string, limit time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	for {
-		ok := 0
-		for _, ep := range endpoints {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ep+"/health", nil)
-			if err != nil {
-				return err
-			}
-			if resp, err := http.DefaultClient.Do(req); err == nil {
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if strings.Contains(string(b), `"health":"true"`) {
-					ok++
-				}
-			}
-		}
-		if ok == len(endpoints) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %v", errEtcdNotHealthy, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 func swarmBenchTable(w io.Writer, rows []swarmBenchRow) error {

@@ -1,12 +1,18 @@
 package git
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // bigRepo builds a repository of n files in 100 directories, committed on
@@ -14,6 +20,7 @@ import (
 func bigRepo(b *testing.B, n int) *Repo {
 	b.Helper()
 	r := newRepo(b, nil)
+	sh(b, r.Dir(), nil, "config", "gc.auto", "0") // no background gc competing with the benchmark
 	writeSmallFiles(b, r.Dir(), n)
 	sh(b, r.Dir(), nil, "add", "-A")
 	sh(b, r.Dir(), nil, "commit", "--quiet", "-m", "fixture")
@@ -160,4 +167,188 @@ func BenchmarkIntegrate10k(b *testing.B) {
 	if n := strings.Count(sh(b, r.Dir(), nil, "rev-list", "--merges", "main"), "\n"); i > 1 && n+1 != i {
 		b.Fatalf("%d merges on main after %d integrations", n+1, i)
 	}
+}
+
+// commitChain adds n commits on top of base with git fast-import, each
+// rewriting perCommit files of bigRepo's layout (chosen at random, seeded),
+// and returns their ids in order.
+func commitChain(b *testing.B, r *Repo, base string, n, perCommit, files int) []string {
+	b.Helper()
+	rng := rand.New(rand.NewPCG(7, 21))
+	var in bytes.Buffer
+	for c := range n {
+		fmt.Fprintf(&in, "commit refs/heads/chain\nmark :%d\ncommitter Bench <bench@apiary.invalid> %d +0000\ndata 3\nc%d\n", c+1, 1767225600+c, c%10)
+		if c == 0 {
+			fmt.Fprintf(&in, "from %s\n", base)
+		}
+		for range perCommit {
+			i := rng.IntN(files)
+			p := fmt.Sprintf("pkg%02d/file%05d.go", i%100, i)
+			content := fmt.Sprintf("package pkg\n\n// File %d, commit %d.\nconst C%d = %d\n", i, c, i, c)
+			fmt.Fprintf(&in, "M 100644 inline %s\ndata %d\n%s\n", p, len(content), content)
+		}
+	}
+	cmd := exec.Command("git", "fast-import", "--quiet")
+	cmd.Dir = r.Dir()
+	cmd.Stdin = &in
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("fast-import: %v: %s", err, out)
+	}
+	ids := strings.Fields(sh(b, r.Dir(), nil, "rev-list", "--reverse", base+"..chain"))
+	if len(ids) != n {
+		b.Fatalf("%d commits in the chain, want %d", len(ids), n)
+	}
+	return ids
+}
+
+// BenchmarkWorktreePool10k measures acquiring a worktree on a new branch
+// from a warm pool in a 10,000-file repository, each base differing from
+// the previous task's by at most 100 files (a chain of commits that each
+// rewrite 100 files at random): "full" checks everything out, "sparse" a
+// cone of 10 of the 100 directories. Between acquisitions (timer stopped) a
+// task edits, adds and ignores files and the release restores the
+// worktree; the release's time is reported as release-p50-ms. "add" is the
+// baseline in the same run and repository: `git worktree add -b` of the same
+// commits (the removal untimed).
+func BenchmarkWorktreePool10k(b *testing.B) {
+	r := bigRepo(b, 10000)
+	ctx := context.Background()
+	base, err := r.RevParse(ctx, "HEAD")
+	if err != nil {
+		b.Fatal(err)
+	}
+	chain := commitChain(b, r, base, 64, 100, 10000)
+	sh(b, r.Dir(), nil, "repack", "-a", "-d", "-q") // as a real repository's objects are
+	var cone []string
+	for d := range 10 {
+		cone = append(cone, fmt.Sprintf("pkg%02d", d))
+	}
+	for _, bc := range []struct {
+		name   string
+		sparse []string
+		dirs   int // the directories a task edits in
+	}{{"full", nil, 100}, {"sparse", cone, 10}} {
+		b.Run(bc.name, func(b *testing.B) {
+			p, err := NewWorktreePool(ctx, r, PoolOptions{Dir: filepath.Join(b.TempDir(), "pool"), Size: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close(ctx)
+			steps := map[string][]time.Duration{}
+			warm, err := p.Acquire(ctx, Checkout{Base: base, Sparse: bc.sparse})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := warm.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+			p.trace = func(step string, d time.Duration) { steps[step] = append(steps[step], d) }
+			var acq, rel []time.Duration
+			i := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				branch := fmt.Sprintf("apiary/bench/%s%d", bc.name, i)
+				start := time.Now()
+				w, err := p.Acquire(ctx, Checkout{Base: chain[i%len(chain)], Branch: branch, Sparse: bc.sparse})
+				if err != nil {
+					b.Fatal(err)
+				}
+				acq = append(acq, time.Since(start))
+				b.StopTimer()
+				attempt(b, w.Path(), i, bc.dirs)
+				start = time.Now()
+				if err := w.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+				rel = append(rel, time.Since(start))
+				if err := r.DeleteBranch(ctx, branch); err != nil {
+					b.Fatal(err)
+				}
+				i++
+				b.StartTimer()
+			}
+			b.StopTimer()
+			if st := p.Stats(); st.Created != 1 || st.Unpooled != 0 || st.Broken != 0 {
+				b.Fatalf("pool stats %+v: want one worktree reused throughout", st)
+			}
+			reportQuantiles(b, "", acq)
+			reportQuantiles(b, "release-", rel)
+			for _, k := range slices.Sorted(maps.Keys(steps)) {
+				s := slices.Sorted(slices.Values(steps[k]))
+				b.Logf("step %-8s p50 %6.2f ms  p99 %6.2f ms", k, float64(s[len(s)/2])/1e6, float64(s[len(s)*99/100])/1e6)
+			}
+			logLoad(b)
+		})
+	}
+	b.Run("add", func(b *testing.B) {
+		var add []time.Duration
+		i := 0
+		for b.Loop() {
+			wt := filepath.Join(b.TempDir(), "add")
+			branch := fmt.Sprintf("apiary/bench/add%d", i)
+			start := time.Now()
+			if err := r.WorktreeAdd(ctx, wt, branch, chain[i%len(chain)]); err != nil {
+				b.Fatal(err)
+			}
+			add = append(add, time.Since(start))
+			b.StopTimer()
+			if err := r.WorktreeRemove(ctx, wt); err != nil {
+				b.Fatal(err)
+			}
+			if err := r.DeleteBranch(ctx, branch); err != nil {
+				b.Fatal(err)
+			}
+			i++
+			b.StartTimer()
+		}
+		reportQuantiles(b, "", add)
+		logLoad(b)
+	})
+}
+
+func logLoad(b *testing.B) {
+	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
+		b.Logf("load average at the end: %s", strings.TrimSpace(string(la)))
+	}
+}
+
+// attempt is what a task does to its worktree between acquisition and
+// release: edits some tracked files (in the first dirs directories), adds
+// untracked and ignored ones.
+func attempt(b *testing.B, dir string, i, dirs int) {
+	for k := range 5 {
+		n := (i*37 + k*1999) % 10000
+		n = n - n%100 + n%dirs
+		p := filepath.Join(dir, fmt.Sprintf("pkg%02d/file%05d.go", n%100, n))
+		if err := os.WriteFile(p, []byte(fmt.Sprintf("package pkg\n\n// edited by task %d\n", i)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for k := range 3 {
+		p := filepath.Join(dir, fmt.Sprintf("pkg%02d/new%d_%d.go", (i+k)%dirs, i, k))
+		if err := os.WriteFile(p, []byte("package pkg\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "build"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "build", "out.bin"), []byte("ignored\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// reportQuantiles reports the 50th and 99th percentiles of ds in
+// milliseconds.
+func reportQuantiles(b *testing.B, prefix string, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	q := func(f float64) float64 {
+		return float64(s[min(len(s)-1, int(f*float64(len(s))))]) / 1e6
+	}
+	b.ReportMetric(q(0.50), prefix+"p50-ms")
+	b.ReportMetric(q(0.99), prefix+"p99-ms")
 }

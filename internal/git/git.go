@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -125,6 +126,19 @@ func (r *Repo) Dir() string { return r.dir }
 // a worktree of this repository.
 func (r *Repo) At(dir string) *Repo { return New(dir, r.opt) }
 
+// getenv returns a variable of the environment git runs with.
+func (r *Repo) getenv(key string) string {
+	if r.opt.Env == nil {
+		return os.Getenv(key)
+	}
+	for i := len(r.opt.Env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(r.opt.Env[i], key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 // globalArgs come before every subcommand.
 func globalArgs() []string {
 	return []string{
@@ -159,29 +173,36 @@ type call struct {
 	okExit []int    // exit codes other than 0 that are not errors
 }
 
-// run executes c in r.dir and returns stdout and the exit code.
-func (r *Repo) run(ctx context.Context, c call) ([]byte, int, error) {
-	cmd := exec.CommandContext(ctx, r.opt.Git, append(globalArgs(), c.args...)...)
+// command prepares git with args in r.dir: apiary's global options and
+// environment, its own process group, and the Repo's WaitDelay.
+func (r *Repo) command(ctx context.Context, args []string, extraEnv []string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, r.opt.Git, append(globalArgs(), args...)...)
 	cmd.Dir = r.dir
 	base := r.opt.Env
 	if base == nil {
 		base = cmd.Environ()
 	}
-	env := make([]string, 0, len(base)+8+len(c.env))
+	env := make([]string, 0, len(base)+8+len(extraEnv))
 	for _, kv := range base {
 		if !stripped(kv) {
 			env = append(env, kv)
 		}
 	}
 	env = append(env, "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=true", "GIT_SEQUENCE_EDITOR=true", "GIT_PAGER=cat", "LC_ALL=C", "GIT_ASKPASS=true", "SSH_ASKPASS=true")
-	cmd.Env = append(env, c.env...)
+	cmd.Env = append(env, extraEnv...)
+	setProcessGroup(cmd)
+	cmd.WaitDelay = r.opt.WaitDelay
+	return cmd
+}
+
+// run executes c in r.dir and returns stdout and the exit code.
+func (r *Repo) run(ctx context.Context, c call) ([]byte, int, error) {
+	cmd := r.command(ctx, c.args, c.env)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if c.stdin != nil {
 		cmd.Stdin = bytes.NewReader(c.stdin)
 	}
-	setProcessGroup(cmd)
-	cmd.WaitDelay = r.opt.WaitDelay
 	err := cmd.Run()
 	code := -1
 	if cmd.ProcessState != nil {

@@ -105,6 +105,12 @@ func parallelCases() []tcase {
 		{"Intents", testIntents},
 		{"Hints", testHints},
 		{"Quota", testQuota},
+		{"ClaimOnExclusive", testClaimOnExclusive},
+		{"ClaimOnBatch", testClaimOnBatch},
+		{"ClaimOnExpiry", testClaimOnExpiry},
+		{"ClaimOnInvalid", testClaimOnInvalid},
+		{"TxnLimit", testTxnLimit},
+		{"WatchFilter", testWatchFilter},
 	}
 }
 

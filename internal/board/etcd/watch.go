@@ -20,7 +20,7 @@ const rewatchPause = 100 * time.Millisecond
 // events in one response (fragmentation is off), in order. If the stream
 // ends while ctx is live — its member died and the client gave up on it —
 // Watch starts a new one from the revision after the last delivered.
-func (b *backend) Watch(ctx context.Context, prefix string, from int64, yield func([]board.Event) bool) error {
+func (b *backend) Watch(ctx context.Context, prefix string, from int64, opts board.WatchOptions, yield func([]board.Event) bool) error {
 	if from <= 0 {
 		rev, err := b.Revision(ctx)
 		if err != nil {
@@ -30,7 +30,7 @@ func (b *backend) Watch(ctx context.Context, prefix string, from int64, yield fu
 	}
 	next := from
 	for {
-		stop, err := b.watchOnce(ctx, prefix, &next, yield)
+		stop, err := b.watchOnce(ctx, prefix, &next, opts, yield)
 		if stop || err != nil {
 			return err
 		}
@@ -53,10 +53,17 @@ func (b *backend) Watch(ctx context.Context, prefix string, from int64, yield fu
 // watchOnce runs one etcd watch from *next, advancing *next past every
 // delivered revision. It reports stop when the consumer is done, and a
 // non-nil error when the watch must end; (false, nil) asks for a new watch.
-func (b *backend) watchOnce(ctx context.Context, prefix string, next *int64, yield func([]board.Event) bool) (stop bool, err error) {
+func (b *backend) watchOnce(ctx context.Context, prefix string, next *int64, opts board.WatchOptions, yield func([]board.Event) bool) (stop bool, err error) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for resp := range b.watch.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(*next)) {
+	wopts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(*next)}
+	if opts.NoPut {
+		wopts = append(wopts, clientv3.WithFilterPut())
+	}
+	if opts.NoDelete {
+		wopts = append(wopts, clientv3.WithFilterDelete())
+	}
+	for resp := range b.watch.Watch(wctx, prefix, wopts...) {
 		if err := resp.Err(); err != nil {
 			if resp.CompactRevision != 0 || errors.Is(err, rpctypes.ErrCompacted) {
 				return true, fmt.Errorf("watch from revision %d, compacted at %d: %w", *next, resp.CompactRevision, board.ErrCompacted)

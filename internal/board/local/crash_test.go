@@ -71,8 +71,8 @@ func TestCrashChild(t *testing.T) {
 				time.Sleep(time.Hour) // killed here, inside the transaction
 			}
 			big := board.Txn{Then: []board.Op{board.PutOp(claimKeyFor("torn"), []byte(`{"agent":"child"}`), board.NoLease)}}
-			for j := range 256 {
-				big.Then = append(big.Then, board.PutOp(fmt.Sprintf("big/%05d", j), make([]byte, 12<<10), board.NoLease))
+			for j := range board.MaxTxnOps - 1 {
+				big.Then = append(big.Then, board.PutOp(fmt.Sprintf("big/%05d", j), make([]byte, 28<<10), board.NoLease))
 			}
 			_, _ = s.Txn(ctx, big)
 		}
@@ -126,6 +126,14 @@ func runChild(t *testing.T, path, mode string, stop func(line string) bool) (las
 	}
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill child: %v", err)
+	}
+	// The child went on committing until the signal landed: what it
+	// reported meanwhile is still in the pipe.
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "committed" {
+			lastTriple, _ = strconv.Atoi(f[1])
+			lastRev, _ = strconv.ParseInt(f[2], 10, 64)
+		}
 	}
 	_ = cmd.Wait()
 	if !stopped {

@@ -14,7 +14,7 @@ const watchBatch = 256
 // Watch reads the event log from revision from on, then waits for the next
 // announcement (a local commit, or the reaper noticing another process's)
 // and reads again.
-func (b *backend) Watch(ctx context.Context, prefix string, from int64, yield func([]board.Event) bool) error {
+func (b *backend) Watch(ctx context.Context, prefix string, from int64, opts board.WatchOptions, yield func([]board.Event) bool) error {
 	if from <= 0 {
 		rev, err := b.Revision(ctx)
 		if err != nil {
@@ -35,7 +35,7 @@ func (b *backend) Watch(ctx context.Context, prefix string, from int64, yield fu
 			}
 			return b.dbErr(err)
 		}
-		if len(evs) > 0 && !yield(evs) {
+		if evs = opts.Filter(evs); len(evs) > 0 && !yield(evs) {
 			return nil
 		}
 		if upto >= next {
