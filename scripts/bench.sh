@@ -23,6 +23,10 @@ run gateway-scenarios "$BIN" bench gateway --variant all --time-scale "$SCALE"
 run gateway-ablations "$BIN" bench gateway --scenario stress,replay-11 --no-direct --ablate retry --time-scale "$SCALE"
 run swarm-scale "$BIN" bench swarm --tasks 4000 --workers 16,32,64,128,256,512,1024 --out "$out/swarm"
 run durable-routes go test ./internal/mcpserver -run '^$' -bench SafeWriteRoutes -benchtime 40x -count 6
+run worktree-pool go test ./internal/git -run '^$' -bench WorktreePool10k -benchtime 5s -timeout 30m
+run worktree-pool-random go test ./internal/git -run TestWorktreePoolRandom -pool.seeds=50
+run etcd-capacity go test ./internal/board/etcd/etcdproc -run 'TestCapacity3Members|TestCheckPerf' -etcdproc.full -v
+run claim-path go test ./internal/board/etcd -run TestClaimPathScale -etcd.full -v -timeout 30m
 run go-benchmarks go test -run '^$' -bench . -benchtime 1s \
 	./internal/sse ./internal/llmapi ./internal/sched ./internal/gateway ./internal/capability ./internal/durable ./internal/plan \
 	./internal/board/local
