@@ -113,7 +113,8 @@ func Publish(ctx context.Context, cfg PublishConfig) (*Record, error) {
 	return r, nil
 }
 
-// WaitRun follows run's tasks until every one has ended, calling onTask
+// WaitRun follows run's tasks (including those the merge role adds) until
+// every one has ended, calling onTask
 // (if set) with each change, then marks the run finished and returns its
 // report. When ctx ends first it returns the report so far and ctx's
 // error; the run stays active.
@@ -141,13 +142,23 @@ func WaitRun(ctx context.Context, st *board.Store, run string, onTask func(board
 	}
 	for {
 		n := 0
-		for _, s := range state {
-			if terminal(s) {
+		for _, name := range r.Tasks {
+			if terminal(state[taskID(run, name)]) {
 				n++
 			}
 		}
 		if n == len(r.Tasks) {
-			break
+			// The merge role may have added tasks (a split, a reuse) in the
+			// meantime: the run is over only when the record's tasks are.
+			cur, err := ReadRecord(ctx, st, run)
+			if err != nil {
+				return nil, err
+			}
+			if len(cur.Tasks) == len(r.Tasks) {
+				break
+			}
+			r = cur
+			continue
 		}
 		select {
 		case <-ctx.Done():

@@ -36,10 +36,18 @@ type MergeOptions struct {
 	BatchLines int     `json:"batch_lines"`  // ... or L changed lines (default 0: no line trigger)
 	BatchWaitS float64 `json:"batch_wait_s"` // a candidate waits at most this long for its batch (default 2)
 	// NearDup is the similarity ratio at which a function counts as a near
-	// duplicate (default 0.85); RejectDuplicates rejects exact duplicates
-	// instead of only reporting them.
-	NearDup          float64 `json:"near_dup"`
-	RejectDuplicates bool    `json:"reject_duplicates,omitempty"`
+	// duplicate (default 0.85).
+	NearDup float64 `json:"near_dup"`
+	// OnExact and OnNear say what happens to a candidate that adds an
+	// exact or a near duplicate of a function: DupWarn (the default)
+	// integrates it and reports the duplicate; DupReject rejects the
+	// attempt with a receipt naming the function to use, and the task is
+	// retried with that as a hint; DupReuse integrates it and adds a task
+	// that makes the new function call the existing one.
+	// RejectDuplicates is the older spelling of OnExact: DupReject.
+	OnExact          DupPolicy `json:"on_exact,omitempty"`
+	OnNear           DupPolicy `json:"on_near,omitempty"`
+	RejectDuplicates bool      `json:"reject_duplicates,omitempty"`
 	// Cool-down: over the last CooldownWindow integrations (default 20, and
 	// at least CooldownMin = 8 of them), a duplicate rate above MaxDupRate
 	// (0.25) or a gate pass rate below MinPassRate (0.75) stops new claims
@@ -49,13 +57,60 @@ type MergeOptions struct {
 	MaxDupRate     float64 `json:"max_dup_rate"`
 	MinPassRate    float64 `json:"min_pass_rate"`
 	// HotTouches is the number of tasks writing one file that makes it hot
-	// (default 3); CompactShare the intent-log size, as a share of the
-	// run's tasks, that triggers compaction (default 0.5).
+	// (default 3): a task that splits the file is then added and runs
+	// before the tasks not yet started that write it, unless NoSplit.
+	// CompactShare is the intent-log size, as a share of the run's tasks,
+	// that triggers compaction (default 0.5).
 	HotTouches   int     `json:"hot_touches"`
+	NoSplit      bool    `json:"no_split,omitempty"`
 	CompactShare float64 `json:"compact_share"`
 }
 
+// DupPolicy is what the merge role does with a duplicate function.
+type DupPolicy string
+
+// Duplicate policies.
+const (
+	DupWarn   DupPolicy = "warn"
+	DupReject DupPolicy = "reject"
+	DupReuse  DupPolicy = "reuse"
+)
+
+// Validate reports whether the options are usable: known policies and
+// ratios in range.
+func (o *MergeOptions) Validate() error {
+	for _, p := range []DupPolicy{o.OnExact, o.OnNear} {
+		switch p {
+		case "", DupWarn, DupReject, DupReuse:
+		default:
+			return fmt.Errorf("%w: duplicate policy %q: want warn, reject or reuse", ErrConfig, p)
+		}
+	}
+	if o.NearDup < 0 || o.NearDup > 1 {
+		return fmt.Errorf("%w: near-duplicate ratio %g: want one in (0, 1]", ErrConfig, o.NearDup)
+	}
+	if o.HotTouches < 0 {
+		return fmt.Errorf("%w: hot-file touches %d", ErrConfig, o.HotTouches)
+	}
+	return nil
+}
+
+// policy is what to do with a duplicate of kind (DupExact or DupNear).
+func (o *MergeOptions) policy(kind string) DupPolicy {
+	p := o.OnNear
+	if kind == DupExact {
+		p = o.OnExact
+	}
+	if p == "" {
+		p = DupWarn
+	}
+	return p
+}
+
 func (o *MergeOptions) defaults() {
+	if o.RejectDuplicates && o.OnExact == "" {
+		o.OnExact = DupReject
+	}
 	if o.BatchTasks <= 0 {
 		o.BatchTasks = 1
 	}
@@ -136,7 +191,9 @@ type merger struct {
 	index      *dupIndex
 	touches    map[string][]string // file -> tasks that wrote it
 	fileConfl  map[string]int
-	hotDone    map[string]bool
+	hotDone    map[string]int  // file -> its touches when last published
+	split      map[string]bool // files whose split task was added
+	dupFuncs   map[string]bool // file\x00name of functions found to be duplicates
 	window     []outcome
 	cooling    bool
 	logged     int // intent-log records
@@ -153,7 +210,7 @@ func runMerge(ctx context.Context, env *runEnv, cfg *MergeConfig, lead *board.Le
 	}
 	m := &merger{env: env, cfg: cfg, lead: lead, opts: env.run.Options.Merge, repo: repo,
 		pending: map[string]*Candidate{}, integrated: map[string]int64{}, index: newDupIndex(),
-		touches: map[string][]string{}, fileConfl: map[string]int{}, hotDone: map[string]bool{}}
+		touches: map[string][]string{}, fileConfl: map[string]int{}, hotDone: map[string]int{}, split: map[string]bool{}, dupFuncs: map[string]bool{}}
 	m.opts.defaults()
 	m.stats.Leader = env.host
 	if kv, err := env.st.Get(ctx, statsKey(env.run.Run)); err == nil {

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/review"
@@ -23,8 +22,12 @@ const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 // maxIndexFiles bounds the files the utility index reads.
 const maxIndexFiles = 2000
 
-// maxUtils bounds the utility index published to workers.
-const maxUtils = 2000
+// maxUtils and maxUtilsBytes bound the utility index published to
+// workers (it is written into every worktree and named in every prompt).
+const (
+	maxUtils      = 2000
+	maxUtilsBytes = 256 << 10
+)
 
 // scanIntegrated reads which tasks of the run the branch already holds, by
 // the trailers of its first-parent history since the run started.
@@ -94,7 +97,7 @@ func (m *merger) publishUtils(ctx context.Context) error {
 	seen := map[string]bool{}
 	for _, e := range m.index.all {
 		k := e.f.File + "\x00" + e.f.Name
-		if seen[k] || !exported(e.f) {
+		if seen[k] || !exported(e.f) || m.dupFuncs[k] {
 			continue
 		}
 		seen[k] = true
@@ -108,6 +111,9 @@ func (m *merger) publishUtils(ctx context.Context) error {
 	})
 	if len(utils) > maxUtils {
 		utils = utils[:maxUtils]
+	}
+	for size := len(mustJSON(utils)); size > maxUtilsBytes && len(utils) > 0; size = len(mustJSON(utils)) {
+		utils = utils[:len(utils)*maxUtilsBytes/size*9/10]
 	}
 	_, err := m.env.st.Txn(ctx, board.Txn{If: []board.Cmp{m.lead.Guard()},
 		Then: []board.Op{board.PutOp(utilsKey(m.env.run.Run), mustJSON(utils), board.NoLease)}})
@@ -205,7 +211,6 @@ func (m *merger) afterIntegration(ctx context.Context, acc []accepted, commit st
 	for _, a := range acc {
 		var files []string
 		for _, p := range a.c.Paths {
-			m.touches[p] = append(m.touches[p], a.c.Task)
 			if review.LangOf(p) != "" && !review.IsTestFile(p) {
 				m.index.removeFile(p)
 				files = append(files, p)
@@ -218,7 +223,6 @@ func (m *merger) afterIntegration(ctx context.Context, acc []accepted, commit st
 	if err := m.publishUtils(ctx); err != nil {
 		m.env.log.Warn("publishing the utility index", "err", err)
 	}
-	m.hotFiles(ctx)
 	if compactDue(m.logged, len(m.env.run.Tasks), m.opts.CompactShare) {
 		if err := m.compact(ctx); err != nil {
 			m.env.log.Warn("compacting intents", "err", err)
@@ -233,6 +237,8 @@ type HotFile struct {
 	Conflicts  int       `json:"conflicts"`
 	Tasks      []string  `json:"tasks"`
 	Suggestion SplitTask `json:"suggestion"`
+	// Created: the split task was added to the run.
+	Created bool `json:"created,omitempty"`
 }
 
 // SplitTask is a suggested plan task.
@@ -242,38 +248,45 @@ type SplitTask struct {
 	WriteScope []string `json:"write_scope"`
 }
 
-// hotFiles publishes files whose writers reach HotTouches (or that
-// conflicted twice), once each.
+// hotFiles publishes the files whose writers reach HotTouches (or that
+// conflicted twice), again whenever their count grows, and the first time
+// adds the task that splits such a file, to run before the tasks not yet
+// started that write it.
 func (m *merger) hotFiles(ctx context.Context) {
 	for file, tasks := range m.touches {
-		if m.hotDone[file] || len(tasks) < m.opts.HotTouches && m.fileConfl[file] < 2 {
+		if len(tasks) < m.opts.HotTouches && m.fileConfl[file] < 2 || m.hotDone[file] == len(tasks) {
 			continue
 		}
+		first := m.hotDone[file] == 0
 		dir := path.Dir(file)
-		base := strings.TrimSuffix(path.Base(file), path.Ext(file))
-		id := "split-" + strings.Trim(strings.Map(func(r rune) rune {
-			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-				return r
-			}
-			if r >= 'A' && r <= 'Z' {
-				return r + 'a' - 'A'
-			}
-			return '-'
-		}, base), "-")
 		scope := dir + "/"
 		if dir == "." {
-			scope = "."
+			scope = file
 		}
 		h := HotFile{File: file, Touches: len(tasks), Conflicts: m.fileConfl[file], Tasks: slices.Clone(tasks),
-			Suggestion: SplitTask{ID: attempt.Clip(id, 64), WriteScope: []string{scope},
+			Suggestion: SplitTask{ID: splitName(file), WriteScope: []string{scope},
 				Objective: fmt.Sprintf("Split %s into smaller files by responsibility, keeping its behaviour and API: %d tasks of this run wrote it (%d conflicts), so parallel work on it keeps colliding.", file, len(tasks), m.fileConfl[file])}}
+		if first && !m.opts.NoSplit {
+			var from *swarmTask
+			if t, err := m.env.st.Task(ctx, taskID(m.env.run.Run, tasks[len(tasks)-1])); err == nil {
+				from, _ = decodePayload(t)
+			}
+			err := m.addTask(ctx, newTask{spec: publishSpec{name: h.Suggestion.ID, env: m.followUpEnvelope(from, h.Suggestion.Objective, h.Suggestion.WriteScope)}, before: file})
+			switch {
+			case err == nil, err == errTaskExists:
+				m.split[file] = true
+			default:
+				m.env.log.Warn("adding a split task", "file", file, "err", err)
+			}
+		}
+		h.Created = m.split[file]
 		if _, err := m.env.st.Txn(ctx, board.Txn{If: []board.Cmp{m.lead.Guard()},
 			Then: []board.Op{board.PutOp(hotKey(m.env.run.Run, file), mustJSON(h), board.NoLease)}}); err != nil {
 			m.env.log.Warn("recording a hot file", "file", file, "err", err)
 			continue
 		}
-		m.hotDone[file] = true
-		m.env.log.Info("hot file", "file", file, "touches", len(tasks), "suggestion", h.Suggestion.ID)
+		m.hotDone[file] = len(tasks)
+		m.env.log.Info("hot file", "file", file, "touches", len(tasks), "split", h.Suggestion.ID, "created", h.Created)
 	}
 }
 

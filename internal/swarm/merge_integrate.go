@@ -175,11 +175,10 @@ func (m *merger) integrateBatch(ctx context.Context, cs []*Candidate, try int) e
 		if len(dups) > 0 {
 			m.stats.Duplicates++
 			m.publishDups(ctx, dups)
-			if m.opts.RejectDuplicates && slices.ContainsFunc(dups, func(d Duplicate) bool { return d.Kind == DupExact }) {
+			if i := slices.IndexFunc(dups, func(d Duplicate) bool { return m.opts.policy(d.Kind) == DupReject }); i >= 0 {
 				m.stats.DupRejected++
 				m.record(outcome{dup: true, passed: false})
-				d := dups[0]
-				m.reject(ctx, c, t, p, fmt.Sprintf("duplicate: %s in %s repeats %s in %s; use it instead", d.Func.Name, d.Func.File, d.Of.Name, d.Of.File), false)
+				m.rejectDuplicate(ctx, c, t, p, dups[i])
 				continue
 			}
 		}
@@ -247,6 +246,9 @@ func (m *merger) integrateBatch(ctx context.Context, cs []*Candidate, try int) e
 	// The work is on the branch: the candidates' branches go first, so a
 	// finished run leaves none behind.
 	m.repo.dropBranches(ctx, candidatesOf(acc))
+	// Tasks the batch calls for are added before its tasks are done, so the
+	// run cannot end in between.
+	m.followUps(ctx, acc)
 	for _, a := range acc {
 		m.record(outcome{dup: len(a.dups) > 0, passed: true})
 		m.settleIntegrated(ctx, a, cur)
@@ -373,8 +375,14 @@ func (m *merger) writeReceipt(a accepted, commit string, status envelope.Status,
 	rc := &envelope.Receipt{TaskID: a.c.Task, RunID: m.env.run.Run, Name: a.c.Name, Attempt: a.c.Attempt, Status: status,
 		Reason: reason, Base: a.c.Base, Commit: commit, ChangedPaths: a.c.Paths, FencingToken: uint64(a.c.Token),
 		Integrated: &kind, Usage: a.p.Usage, Summary: envelope.TruncateSummary("integrated by the merge role " + m.env.host + " from worker " + a.c.Worker)}
-	if a.p != nil && a.p.Envelope != nil && a.p.Envelope.TaskID != "" {
-		rc.TaskID = a.p.Envelope.TaskID
+	m.storeReceipt(a.p, rc, "receipt.json")
+}
+
+// storeReceipt fills the receipt's defaults and writes it as name in the
+// task's directory of the merge role's state.
+func (m *merger) storeReceipt(p *swarmTask, rc *envelope.Receipt, name string) {
+	if p != nil && p.Envelope != nil && p.Envelope.TaskID != "" {
+		rc.TaskID = p.Envelope.TaskID
 	}
 	if rc.ChangedPaths == nil {
 		rc.ChangedPaths = []string{}
@@ -384,9 +392,9 @@ func (m *merger) writeReceipt(a accepted, commit string, status envelope.Status,
 	}
 	b, err := envelope.EncodeReceipt(rc)
 	if err == nil {
-		err = rundir.WriteFile(filepath.Join(m.cfg.Dir, m.env.run.Run, "tasks", a.c.Name, "receipt.json"), append(b, '\n'))
+		err = rundir.WriteFile(filepath.Join(m.cfg.Dir, m.env.run.Run, "tasks", rc.Name, name), append(b, '\n'))
 	}
 	if err != nil {
-		m.env.log.Warn("writing a receipt", "task", a.c.Task, "err", err)
+		m.env.log.Warn("writing a receipt", "task", rc.Name, "err", err)
 	}
 }
