@@ -25,7 +25,7 @@ type simServer struct {
 	refused int
 	first   int64
 	started bool
-	sent   []sentRec
+	sent    []sentRec
 }
 
 type sentRec struct {
