@@ -88,8 +88,9 @@ type window struct {
 	probed   bool          // a probe went in the current window
 	own      bool          // ref is our own clock (configured, no headers yet)
 
-	prevRef time.Time // nominal end of the window before, once rolled
-	prevAbs bool
+	prevRef        time.Time // nominal end of the window before, once rolled
+	prevLo, prevHi time.Duration
+	prevAbs        bool
 
 	// The end's offset from the written reset, learned across windows
 	// written as absolute times.
@@ -131,7 +132,7 @@ func (w *window) roll(now time.Time) {
 		return
 	}
 	if e := w.end(); !e.IsZero() && !now.Before(e) {
-		w.prevRef, w.prevAbs = w.ref, w.abs
+		w.prevRef, w.prevLo, w.prevHi, w.prevAbs = w.ref, w.lo, w.hi, w.abs
 		if w.own {
 			// Our own clock for a configured limit: the next window's end
 			// is one configured period on.
@@ -232,7 +233,7 @@ func (w *window) answer(n float64, gwin int64, o Observation, sent, recv time.Ti
 	if o.Relative {
 		plo -= max(recv.Sub(sent), 0)
 	}
-	switch w.relate(o, plo, phi) {
+	switch w.relate(o, plo, phi, recv) {
 	case relSame:
 		w.narrow(o.Reset, plo, phi)
 		w.evidenceBefore(sent)
@@ -243,7 +244,7 @@ func (w *window) answer(n float64, gwin int64, o Observation, sent, recv time.Ti
 		if !w.ref.IsZero() {
 			// The window we were in has ended: the first answer from the
 			// next one says so.
-			w.prevRef, w.prevAbs = w.ref, w.abs
+			w.prevRef, w.prevLo, w.prevHi, w.prevAbs = w.ref, w.lo, w.hi, w.abs
 			w.n++
 			w.probed = false
 		}
@@ -278,7 +279,7 @@ const (
 	relPrev
 )
 
-func (w *window) relate(o Observation, plo, phi time.Duration) relation {
+func (w *window) relate(o Observation, plo, phi time.Duration, recv time.Time) relation {
 	cmp := func(ref time.Time, lo, hi time.Duration, abs bool) int {
 		if abs && !o.Relative {
 			// The same window is written the same way every time.
@@ -305,13 +306,19 @@ func (w *window) relate(o Observation, plo, phi time.Duration) relation {
 		case 1:
 			return relNewer
 		case -1:
-			return relPrev
+			if !o.Reset.Add(phi).After(recv) {
+				return relPrev
+			}
+			// Figures of a window ending before ours that is not over:
+			// one of the two is wrong, so count both in ours.
 		}
 		return relSame
 	}
-	if !w.prevRef.IsZero() && cmp(w.prevRef, -o.Precision, o.Precision, w.prevAbs) <= 0 {
+	if !w.prevRef.IsZero() && cmp(w.prevRef, w.prevLo, w.prevHi, w.prevAbs) <= 0 && !o.Reset.Add(phi).After(recv) {
 		return relPrev
 	}
+	// After the end of the window before (or the first figures): these
+	// describe the current one, unless they are of a window that is over.
 	return relNewer
 }
 
