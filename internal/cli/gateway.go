@@ -60,7 +60,7 @@ type gatewayOptions struct {
 	rpm, tpm, itpm, otpm                        int64
 	noRetry, noAIMD, noBreaker, noRate, noAdmit bool
 	noResume                                    bool
-	failFast, noIncludeUsage, continuousRefill  bool
+	failFast, noIncludeUsage                    bool
 	ttfbTarget, maxRetryWait                    time.Duration
 	maxAttempts                                 int
 	set                                         map[string]bool // flags given explicitly
@@ -81,7 +81,6 @@ func gatewayFlags(fs *flag.FlagSet) *gatewayOptions {
 	fs.Int64Var(&o.tpm, "tpm", 0, "known tokens-per-minute limit `N` (0: learn from headers)")
 	fs.Int64Var(&o.itpm, "itpm", 0, "known input-tokens-per-minute limit `N` (0: learn from headers)")
 	fs.Int64Var(&o.otpm, "otpm", 0, "known output-tokens-per-minute limit `N` (0: learn from headers)")
-	fs.BoolVar(&o.continuousRefill, "continuous-refill", false, "model configured limits as continuous token buckets instead of fixed windows")
 	fs.IntVar(&o.maxAttempts, "max-attempts", 10, "`N` attempts per request at most")
 	fs.DurationVar(&o.maxRetryWait, "max-retry-wait", 2*time.Minute, "longest total `WAIT` between attempts; a longer retry-after is passed to the client")
 	fs.DurationVar(&o.ttfbTarget, "ttfb-target", 0, "time to first byte above `D` counts as congestion for AIMD (0: off)")
@@ -209,7 +208,6 @@ func (o *gatewayOptions) gatewayConfig(e *env) (gateway.Config, *config.Config, 
 		if o.set["otpm"] {
 			u.OTPM = o.otpm
 		}
-		u.ContinuousRefill = o.continuousRefill
 		if v := keyEnv[u.Name]; v != "" {
 			u.APIKey = e.getenv(v)
 			if u.APIKey == "" {

@@ -39,7 +39,7 @@ type call struct {
 	// ticket and res are held while the final response streams; nil once
 	// settled in the retry loop.
 	ticket *sched.Ticket
-	res    *sched.Reservation
+	res    *sched.Grant
 
 	streaming bool // the final response is on its way (counted in flight)
 	// outHeader is the request's header as sent upstream (for a
@@ -182,10 +182,10 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 	// charged (a reset, an edge 502): its place in the window is still
 	// ours, so the retry takes it instead of queueing behind newer
 	// requests.
-	var carry *sched.Reservation
+	var carry *sched.Grant
 	defer func() {
 		if carry != nil {
-			carry.Cancel(g.now())
+			carry.Cancel()
 		}
 	}()
 	maxOut := c.info.MaxOutputTokens
@@ -196,12 +196,12 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 		c.attempts++
 		qstart := g.now()
 		// 1. Pace by the rate limits, holding no admission slot.
-		var res *sched.Reservation
+		var res *sched.Grant
 		switch {
 		case carry != nil:
 			res, carry = carry, nil
 		case !g.cfg.NoRateLimit:
-			r, err := g.pace(ctx, up, sched.Cost{Requests: 1, Input: c.info.InputEstimate, Output: up.outputReservation(maxOut)},
+			r, err := g.pace(ctx, c, sched.Cost{Requests: 1, Input: c.info.InputEstimate, Output: up.outputReservation(maxOut)},
 				c.attempts > 1 || c.continued)
 			if err != nil {
 				return nil, err
@@ -214,7 +214,7 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 			p, err := up.breaker.Allow(g.now())
 			if err != nil {
 				if res != nil {
-					res.Cancel(g.now())
+					res.Cancel()
 				}
 				var oe *sched.OpenError
 				errors.As(err, &oe)
@@ -237,7 +237,7 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 			t, err := up.gate.Acquire(ctx, sched.Request{Agent: c.id.agent, Class: c.id.priority, Cost: float64(c.info.InputEstimate + maxOut)})
 			if err != nil {
 				if res != nil {
-					res.Cancel(g.now())
+					res.Cancel()
 				}
 				if permit != nil {
 					permit.Cancel()
@@ -258,7 +258,7 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 		attempt.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(c.body)), nil }
 		sent := g.now()
 		if res != nil {
-			res.Resend(sent) // marks the first send; a carried retry's again
+			res.Sent(sent) // a carried retry's send replaces the first
 		}
 		resp, err := g.cfg.Transport.RoundTrip(attempt)
 		if err == nil && resp.StatusCode < 400 && !c.info.Stream {
@@ -296,10 +296,10 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 			return nil, &upstreamError{upstream: up.name, attempts: c.attempts, err: err}
 		}
 		rl := llmapi.ParseRateLimits(c.prov, resp.Header, now)
-		if res != nil {
-			up.observeLimits(res, rl)
-		}
 		if resp.StatusCode < 400 {
+			if res != nil {
+				res.Answer(now, observations(rl), true)
+			}
 			if permit != nil {
 				permit.Record(now, true)
 			}
@@ -321,35 +321,54 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 				permit.Record(now, true) // the upstream answered sensibly
 			}
 		}
+		// A 429 is the rate limit, not load: the rate model holds the
+		// retry, and concurrency is not cut for it.
 		sig := sched.SignalOf(resp.StatusCode)
 		if f.Class == llmapi.ClassSpendLimit {
 			sig = sched.Neutral
 		}
 		g.aimdRecord(up, now, sig, ttfb)
+		figures := rl.Requests.Known || rl.Tokens.Known || rl.InputTokens.Known || rl.OutputTokens.Known
+		rateLimited := f.Class == llmapi.ClassRateLimit && f.AccountWide
 		if res != nil {
 			switch {
-			case (f.Class == llmapi.ClassServer || f.Class == llmapi.ClassTimeout) && (rl.Requests.Known || rl.Tokens.Known):
+			case (f.Class == llmapi.ClassServer || f.Class == llmapi.ClassTimeout) && figures:
 				// The API itself failed after admitting the request (its
 				// rate-limit headers say it answered): the attempt counted.
-				res.Commit(now, sched.Cost{Requests: 1})
-			case f.Class == llmapi.ClassServer || f.Class == llmapi.ClassTimeout:
-				// An edge failure (a load balancer's 502): not charged;
-				// the retry keeps its place.
+				res.Answer(now, observations(rl), true)
+			case f.Class == llmapi.ClassServer || f.Class == llmapi.ClassTimeout || f.Class == llmapi.ClassOverloaded:
+				// An edge failure (a load balancer's 502, a concurrency
+				// cap's 529): not charged; the retry keeps its place.
 				carry = res
+			case rateLimited:
+				// Refused by the rate limit: not charged, and its figures
+				// (the window is full, and where it ends) hold the retry
+				// in the queue until the model admits it.
+				res.Answer(now, observations(rl), false)
 			default:
-				// Refused before any work (429, 529 overload, 4xx):
-				// nothing was charged, but a 429's pause still holds.
-				res.Cancel(now)
+				// Refused before any work (4xx): nothing was charged.
+				res.Cancel()
 			}
 		}
-		if f.Class == llmapi.ClassRateLimit && f.AccountWide && !g.cfg.NoRateLimit {
+		if rateLimited && !g.cfg.NoRateLimit && !figures {
+			// A 429 that says nothing of which window is full: pause.
 			pause := f.RetryAfter
 			if pause <= 0 {
 				pause = time.Second
 			}
-			up.limiter.Load().PauseUntil(sched.AllDims, now.Add(pause))
+			up.pacer.PauseUntil(now.Add(pause))
 		}
 		g.metrics.upstreamStatus.WithLabelValues(up.name, strconv.Itoa(resp.StatusCode)).Inc()
+		if rateLimited && f.Retryable && f.RetryAfter <= g.cfg.MaxRetryWait && c.attempts < g.cfg.MaxAttempts && !g.cfg.NoRateLimit &&
+			waited+f.RetryAfter <= g.cfg.MaxRetryWait {
+			// The pacer holds the retry until the window has room: no
+			// blind sleep on top of it. Its wait counts against the
+			// retry budget as the server asked for it.
+			g.metrics.retries.WithLabelValues(up.name, f.Class.String()).Inc()
+			g.log.Info("retrying", "request_id", c.reqID, "upstream", up.name, "agent", c.id.agent, "attempt", c.attempts, "reason", f.Class.String(), "status", resp.StatusCode)
+			waited += f.RetryAfter
+			continue
+		}
 		if f.Retryable && f.RetryAfter <= g.cfg.MaxRetryWait {
 			if d, ok := g.retryDelay(c, f.RetryAfter, waited); ok {
 				reason := f.Class.String()
@@ -379,51 +398,24 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// pace reserves cost on the upstream's rate limiter and waits until it may
-// be sent. A retry, or the continuation of a broken stream (prio), goes
-// ahead of newer requests. If the limiter is replaced while the request
-// waits (the server turned out to refill continuously), the request
-// reserves again on the new one rather than keep a place the new model
-// does not know about.
-func (g *Gateway) pace(ctx context.Context, up *upstream, cost sched.Cost, prio bool) (*sched.Reservation, error) {
-	for {
-		lim := up.limiter.Load()
-		var r sched.Reservation
-		if prio {
-			r = lim.ReservePriority(g.now(), cost)
-		} else {
-			r = lim.Reserve(g.now(), cost)
-		}
-		var err error
-		swapped := false
-		select {
-		case <-up.swapped:
-			swapped = true // the limiter can change only once
-		default:
-		}
-		if swapped || !r.ReadyAt.After(g.now()) {
-			err = lim.Wait(ctx, r) // returns at once unless a pause holds it
-		} else {
-			// A real wait: let a limiter swap interrupt it.
-			wctx, cancel := context.WithCancel(ctx)
-			go func() {
-				select {
-				case <-up.swapped:
-					cancel()
-				case <-wctx.Done():
-				}
-			}()
-			err = lim.Wait(wctx, r)
-			cancel()
-		}
-		if err == nil {
-			return &r, nil
-		}
-		r.Cancel(g.now())
-		if ctx.Err() != nil || up.limiter.Load() == lim {
-			return nil, err
-		}
+// pace waits in the upstream's pacer until the request may go. A retry,
+// or the continuation of a broken stream (prio), goes ahead of newer
+// requests. A wait longer than the clients' expected patience is logged at
+// warn (the client may give up first); a client that gives up while queued
+// is logged at warn with its wait.
+func (g *Gateway) pace(ctx context.Context, c *call, cost sched.Cost, prio bool) (*sched.Grant, error) {
+	up := c.up
+	if d := up.pacer.Projected(cost); d > g.cfg.ClientPatience {
+		g.log.Warn("pacing beyond client patience", "request_id", c.reqID, "upstream", up.name, "agent", c.id.agent,
+			"projected_wait_ms", d.Milliseconds(), "patience_ms", g.cfg.ClientPatience.Milliseconds(), "stream", c.info.Stream)
 	}
+	t0 := g.now()
+	gr, err := up.pacer.Wait(ctx, sched.Ask{Agent: c.id.agent, Class: c.id.priority, Cost: cost, Retry: prio})
+	if err != nil && ctx.Err() != nil {
+		g.log.Warn("client gave up while queued", "request_id", c.reqID, "upstream", up.name, "agent", c.id.agent,
+			"queue_wait_ms", g.now().Sub(t0).Milliseconds())
+	}
+	return gr, err
 }
 
 // retryDelay decides whether attempt c.attempts may be followed by another
@@ -432,7 +424,9 @@ func (g *Gateway) retryDelay(c *call, retryAfter, waited time.Duration) (time.Du
 	if c.attempts >= g.cfg.MaxAttempts {
 		return 0, false
 	}
-	return c.up.backoff.Next(c.attempts, retryAfter, waited)
+	// Next counts the retries already made: none before the first retry,
+	// whose backoff bound is then the base.
+	return c.up.backoff.Next(c.attempts-1, retryAfter, waited)
 }
 
 func (g *Gateway) aimdRecord(up *upstream, now time.Time, s sched.Signal, ttfb time.Duration) {
@@ -443,9 +437,9 @@ func (g *Gateway) aimdRecord(up *upstream, now time.Time, s sched.Signal, ttfb t
 	g.metrics.concLimit.WithLabelValues(up.name).Set(float64(limit))
 }
 
-func cancelAll(res *sched.Reservation, permit *sched.Permit, now time.Time) {
+func cancelAll(res *sched.Grant, permit *sched.Permit, now time.Time) {
 	if res != nil {
-		res.Cancel(now)
+		res.Cancel()
 	}
 	if permit != nil {
 		permit.Cancel()
