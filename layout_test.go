@@ -41,6 +41,8 @@ var allowed = map[string][]string{
 	"eval":       {"swarm", "plan", "plot"},
 	"dashboard":  {"plot"},
 	"telemetry":  {},
+	// bench holds the gateway benchmarks' engines (cli keeps their flags).
+	"bench": {"gateway", "llmapi", "llmfake", "sched"},
 	// plot draws the charts of reports (SVG and PNG) for sim, eval and the
 	// dashboard; it stands alone.
 	"plot": {},

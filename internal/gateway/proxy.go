@@ -31,6 +31,7 @@ type call struct {
 	traceID string
 
 	attempts  int
+	limited   int // 429s in a row
 	queueWait time.Duration
 	ttfb      time.Duration
 	status    int
@@ -363,10 +364,22 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 			waited+f.RetryAfter <= g.cfg.MaxRetryWait {
 			// The pacer holds the retry until the window has room: no
 			// blind sleep on top of it. Its wait counts against the
-			// retry budget as the server asked for it.
+			// retry budget as the server asked for it. Should the pacer
+			// let it go again at once into another 429, the backoff
+			// applies from the second on, so figures it misreads cannot
+			// make a storm.
 			g.metrics.retries.WithLabelValues(up.name, f.Class.String()).Inc()
 			g.log.Info("retrying", "request_id", c.reqID, "upstream", up.name, "agent", c.id.agent, "attempt", c.attempts, "reason", f.Class.String(), "status", resp.StatusCode)
 			waited += f.RetryAfter
+			c.limited++
+			if c.limited > 1 {
+				if d, ok := g.retryDelay(c, 0, waited); ok {
+					if err := sched.Sleep(ctx, d); err != nil {
+						return nil, err
+					}
+					waited += d
+				}
+			}
 			continue
 		}
 		if f.Retryable && f.RetryAfter <= g.cfg.MaxRetryWait {

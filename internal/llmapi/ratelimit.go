@@ -121,7 +121,7 @@ func parseCount(v string) (int64, bool) {
 // parseReset reads a reset value in any of the forms providers send: an
 // RFC 3339 time, a Go duration ("1s", "6m0s", "12ms"), a number of seconds,
 // or unix seconds (a number past 1e9). Zero means unknown, as does a
-// non-positive delay.
+// negative delay; a zero delay is a reset now.
 func parseReset(v string, now time.Time) time.Time {
 	t, _, _ := parseResetPrecise(v, now)
 	return t
@@ -136,7 +136,8 @@ func parseResetPrecise(v string, now time.Time) (t time.Time, prec time.Duration
 		}
 	}
 	if d, err := time.ParseDuration(v); err == nil {
-		if d <= 0 {
+		// "0s" is a window that ends within the precision from now.
+		if d < 0 {
 			return time.Time{}, 0, false
 		}
 		return now.Add(d), durationPrecision(v), true

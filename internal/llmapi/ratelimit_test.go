@@ -65,8 +65,9 @@ func TestParseRateLimits(t *testing.T) {
 			"x-ratelimit-remaining-tokens", "lots"),
 			RateLimits{Requests: rel(100, -1, testNow.Add(30*time.Second), time.Second), Tokens: Limit{Limit: -1, Remaining: -1, Reset: reset, ResetPrecision: time.Second, Known: true},
 				InputTokens: unknown, OutputTokens: unknown, TokensUsageBased: unknown}},
-		{"zero reset is unknown", OpenAI, hdr("x-ratelimit-reset-requests", "0s", "x-ratelimit-reset-tokens", "-3s"),
-			RateLimits{Requests: unknown, Tokens: unknown, InputTokens: unknown, OutputTokens: unknown, TokensUsageBased: unknown}},
+		{"zero reset is now, negative unknown", OpenAI, hdr("x-ratelimit-reset-requests", "0s", "x-ratelimit-reset-tokens", "-3s"),
+			RateLimits{Requests: Limit{Limit: -1, Remaining: -1, Reset: testNow, ResetPrecision: time.Second, ResetRelative: true, Known: true},
+				Tokens: unknown, InputTokens: unknown, OutputTokens: unknown, TokensUsageBased: unknown}},
 		{"gemini sends none", Gemini, hdr("x-ratelimit-limit-requests", "60"),
 			RateLimits{Requests: unknown, Tokens: unknown, InputTokens: unknown, OutputTokens: unknown, TokensUsageBased: unknown}},
 	}

@@ -261,6 +261,15 @@ func (w *window) answer(n float64, gwin int64, o Observation, sent, recv time.Ti
 		w.adopt(o, plo, phi)
 		w.evidenceBefore(sent)
 		w.seen = max(used, 0)
+	case relRevive:
+		// We took the window for over, but the server still counts in it:
+		// it ends after this request arrived.
+		w.ref, w.lo, w.hi, w.abs = w.prevRef, w.prevLo, w.prevHi, w.prevAbs
+		w.prevRef = time.Time{}
+		w.evidenceBefore(sent)
+		if used >= 0 {
+			w.seen = max(w.seen, used)
+		}
 	case relPrev:
 		// A late answer from the window before: its request arrived
 		// before that window's end.
@@ -277,6 +286,7 @@ const (
 	relSame relation = iota
 	relNewer
 	relPrev
+	relRevive // the window taken for over is not
 )
 
 func (w *window) relate(o Observation, plo, phi time.Duration, recv time.Time) relation {
@@ -314,8 +324,15 @@ func (w *window) relate(o Observation, plo, phi time.Duration, recv time.Time) r
 		}
 		return relSame
 	}
-	if !w.prevRef.IsZero() && cmp(w.prevRef, w.prevLo, w.prevHi, w.prevAbs) <= 0 && !o.Reset.Add(phi).After(recv) {
-		return relPrev
+	if !w.prevRef.IsZero() {
+		if c := cmp(w.prevRef, w.prevLo, w.prevHi, w.prevAbs); c <= 0 {
+			switch {
+			case !o.Reset.Add(phi).After(recv):
+				return relPrev
+			case c == 0:
+				return relRevive
+			}
+		}
 	}
 	// After the end of the window before (or the first figures): these
 	// describe the current one, unless they are of a window that is over.
@@ -355,7 +372,13 @@ func (w *window) evidenceBefore(sent time.Time) {
 	if w.ref.IsZero() || w.own {
 		return
 	}
-	if d := sent.Sub(w.ref); d > w.lo && d <= w.hi {
+	d := sent.Sub(w.ref)
+	if d > w.hi {
+		// The end was placed too early: it is after d, within the
+		// precision.
+		w.hi = max(d, w.prec)
+	}
+	if d > w.lo {
 		w.lo = d
 	}
 	if w.abs {

@@ -1,0 +1,8 @@
+// Package bench holds the engines of apiary's gateway benchmarks; the cli
+// package keeps only their flags and tables. RunScenario reproduces
+// HIVEMIND's evaluation scenarios on llmfake, direct and through an
+// in-process gateway; RunOverhead measures what one gateway hop costs; and
+// RunZoo runs mock agents through a gateway against a zoo of independent
+// upstream models (ZooModel), randomised per seed, whose windows, periods,
+// reset formats, caps and faults the gateway is never told.
+package bench
