@@ -336,3 +336,56 @@ func agentTurn(ctx context.Context, c *http.Client, target string, prov llmapi.P
 	}
 	return nil
 }
+
+// ZooSummary is the zoo's criteria over its gateway runs.
+type ZooSummary struct {
+	Seeds, Fitting                   int
+	AgentsFitting, DeadFitting       int
+	SeedsWithDeaths                  int
+	AgentsNotFitting, DeadNotFitting int
+	RatioMedian, RatioP90, RatioMax  float64
+	Above115                         int
+	MaxTurnS, TimeoutS               float64
+	RateLimited, Requests            int64
+	RateLimitedShare                 float64
+}
+
+// SummarizeZoo computes the zoo's criteria over the gateway runs of rs.
+func SummarizeZoo(rs []ZooResult, timeout time.Duration) ZooSummary {
+	s := ZooSummary{TimeoutS: timeout.Seconds()}
+	var ratios []float64
+	for _, r := range rs {
+		if r.Mode != "gateway" {
+			continue
+		}
+		s.Seeds++
+		s.RateLimited += r.Upstream.RateLimited
+		s.Requests += r.Requests
+		if !r.Fits {
+			s.AgentsNotFitting += r.Agents
+			s.DeadNotFitting += r.Dead
+			continue
+		}
+		s.Fitting++
+		s.AgentsFitting += r.Agents
+		s.DeadFitting += r.Dead
+		if r.Dead > 0 {
+			s.SeedsWithDeaths++
+		}
+		ratios = append(ratios, r.Ratio)
+		if r.Ratio > 1.15 {
+			s.Above115++
+		}
+		s.MaxTurnS = max(s.MaxTurnS, r.MaxTurnS)
+	}
+	if len(ratios) > 0 {
+		slices.Sort(ratios)
+		s.RatioMedian = ratios[len(ratios)/2]
+		s.RatioP90 = ratios[min(len(ratios)-1, len(ratios)*9/10)]
+		s.RatioMax = ratios[len(ratios)-1]
+	}
+	if s.Requests > 0 {
+		s.RateLimitedShare = float64(s.RateLimited) / float64(s.Requests)
+	}
+	return s
+}
