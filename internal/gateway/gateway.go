@@ -63,6 +63,9 @@ type Config struct {
 	// Quotas puts upstreams (by name) under cluster-wide slices shared
 	// with other gateways (cluster.go).
 	Quotas map[string]ClusterQuota
+	// RequireAPIKeys makes New refuse (with a *NoKeyError) an upstream
+	// without a real key: set it whenever virtual keys are in use.
+	RequireAPIKeys bool
 	// Authority, if set, verifies the agent's capability on every request
 	// and lets a revocation abort its requests in flight (authority.go).
 	Authority *Authority
@@ -150,8 +153,10 @@ type Upstream struct {
 	// Provider fixes the wire format; zero means detect per request.
 	Provider llmapi.Provider
 	// APIKey is the real key substituted for virtual keys; agents never
-	// see it.
-	APIKey string
+	// see it. APIKeyEnv names the environment variable it comes from, for
+	// the error when it is missing (see CheckAPIKeys).
+	APIKey    string
+	APIKeyEnv string
 	// MaxConcurrency is the admission limit and AIMD's ceiling (default 16).
 	MaxConcurrency int
 	// AgentMaxConcurrency caps one agent's requests in flight (0: no cap).
@@ -206,6 +211,11 @@ var (
 func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	if len(cfg.Upstreams) == 0 {
 		return nil, ErrNoUpstreams
+	}
+	if cfg.RequireAPIKeys {
+		if err := CheckAPIKeys(cfg.Upstreams); err != nil {
+			return nil, err
+		}
 	}
 	cfg.setDefaults()
 	withCluster(&cfg)

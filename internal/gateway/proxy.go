@@ -515,6 +515,12 @@ func (e *upstreamError) Error() string {
 	return fmt.Sprintf("apiary gateway: upstream %s failed after %d attempt(s): %v", e.upstream, e.attempts, e.err)
 }
 
+// public is the error as a client may see it: the cause without internal
+// addresses.
+func (e *upstreamError) public() string {
+	return fmt.Sprintf("apiary gateway: upstream %s failed after %d attempt(s): %s", e.upstream, e.attempts, publicCause(e.err))
+}
+
 func (e *upstreamError) Unwrap() error { return e.err }
 
 // errorHandler answers a request whose round trip failed.
@@ -532,7 +538,9 @@ func (g *Gateway) errorHandler(w http.ResponseWriter, r *http.Request, err error
 	}
 	var be *breakerError
 	var qe *queueFullError
+	var ue *upstreamError
 	status, kind, retry := http.StatusBadGateway, llmapi.KindAPI, time.Duration(0)
+	msg := "apiary gateway: upstream request failed"
 	switch {
 	case errors.As(err, &be):
 		status, kind, retry = http.StatusServiceUnavailable, llmapi.KindOverloaded, max(time.Second, time.Until(be.retryAt))
@@ -541,10 +549,18 @@ func (g *Gateway) errorHandler(w http.ResponseWriter, r *http.Request, err error
 	case isTimeout(err):
 		status, kind = http.StatusGatewayTimeout, llmapi.KindTimeout
 	}
+	switch {
+	case be != nil || qe != nil:
+		msg = err.Error()
+	case errors.As(err, &ue):
+		msg = ue.public()
+	}
+	// The full error, with addresses, is the operator's.
+	g.log.Warn("upstream failed", "request_id", c.reqID, "upstream", c.up.name, "agent", c.id.agent, "status", status, "error", err.Error())
 	if status == http.StatusServiceUnavailable && c.prov == llmapi.Anthropic {
 		status = 529
 	}
-	g.answer(w, c.prov, c.info.Endpoint, status, kind, err.Error(), retry, false)
+	g.answer(w, c.prov, c.info.Endpoint, status, kind, msg, retry, false)
 	c.status = status
 	g.settle(c, llmapi.Usage{}, "upstream_error")
 }
