@@ -84,6 +84,10 @@ func (g *Gateway) serveProxy(w http.ResponseWriter, r *http.Request) {
 		reject(http.StatusNotFound, llmapi.KindNotFound, fmt.Sprintf("apiary gateway: no upstream serves %s %s; configure one with --upstream NAME=URL or route with /NAME/...", r.Method, r.URL.Path), "no_route", nil)
 		return
 	}
+	if isUpgrade(r) {
+		g.serveUpgrade(w, r, up, path, prov, &call{up: up, path: path, prov: prov, start: start, reqID: reqID, traceID: traceID(r)})
+		return
+	}
 	if r.ContentLength > g.cfg.MaxBody {
 		reject(http.StatusRequestEntityTooLarge, llmapi.KindRequestTooLarge, fmt.Sprintf("apiary gateway: request body of %d bytes exceeds the limit of %d", r.ContentLength, g.cfg.MaxBody), "rejected", nil)
 		return
