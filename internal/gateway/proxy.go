@@ -43,6 +43,10 @@ type call struct {
 	res    *sched.Grant
 
 	streaming bool // the final response is on its way (counted in flight)
+	// w is the client's writer, for keep-alive events while the request
+	// waits (see keepAlive); ka is set once they began.
+	w  *statusOnce
+	ka *keepAlive
 	// outHeader is the request's header as sent upstream (for a
 	// continuation of a broken stream); continued marks a continuation.
 	outHeader  http.Header
@@ -136,7 +140,7 @@ func (g *Gateway) serveProxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	c := &call{up: up, path: path, prov: prov, info: info, id: id, body: body, holds: hs, start: start, reqID: reqID, traceID: traceID(r)}
+	c := &call{up: up, path: path, prov: prov, info: info, id: id, body: body, holds: hs, start: start, reqID: reqID, traceID: traceID(r), w: &statusOnce{ResponseWriter: w}}
 	if !g.cfg.NoIncludeUsage && info.Endpoint == llmapi.EndpointChat && info.Stream && !info.IncludeUsage &&
 		(prov == llmapi.OpenAI || prov == llmapi.Azure || prov == llmapi.OpenAICompatible) {
 		if nb, err := llmapi.InjectIncludeUsage(body); err == nil {
@@ -151,7 +155,7 @@ func (g *Gateway) serveProxy(w http.ResponseWriter, r *http.Request) {
 	r2.URL = &u
 	r2.Body = io.NopCloser(bytes.NewReader(c.body))
 	r2.ContentLength = int64(len(c.body))
-	g.proxy.ServeHTTP(w, r2)
+	g.proxy.ServeHTTP(c.w, r2)
 	// A response that never reached ModifyResponse (the client went away
 	// while the proxy was writing headers) is settled here.
 	g.settle(c, llmapi.Usage{Estimated: true}, "client_cancelled")
@@ -182,6 +186,9 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 	c := callFrom(req.Context())
 	ctx := req.Context()
 	up := c.up
+	// Keep-alive events stop before the answer is written (c.ka may be
+	// set on the way).
+	defer func() { c.ka.halt() }()
 	var waited time.Duration // time spent in retry backoff
 	// carry is the rate reservation of an attempt the upstream never
 	// charged (a reset, an edge 502): its place in the window is still
@@ -411,6 +418,9 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 		}
 		c.status = resp.StatusCode
 		c.outcome = "upstream_error"
+		if c.ka != nil {
+			c.failInStream(resp, streamKind(resp.StatusCode), fmt.Sprintf("apiary gateway: upstream %s answered %d: %s", up.name, resp.StatusCode, bytes.TrimSpace(errBody[:min(len(errBody), 300)])))
+		}
 		return resp, nil
 	}
 }
@@ -423,8 +433,9 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 func (g *Gateway) pace(ctx context.Context, c *call, cost sched.Cost, prio bool) (*sched.Grant, error) {
 	up := c.up
 	if d := up.pacer.Projected(cost); d > g.cfg.ClientPatience {
+		kept := c.info.Stream && g.startKeepAlive(c)
 		g.log.Warn("pacing beyond client patience", "request_id", c.reqID, "upstream", up.name, "agent", c.id.agent,
-			"projected_wait_ms", d.Milliseconds(), "patience_ms", g.cfg.ClientPatience.Milliseconds(), "stream", c.info.Stream)
+			"projected_wait_ms", d.Milliseconds(), "patience_ms", g.cfg.ClientPatience.Milliseconds(), "stream", c.info.Stream, "kept_alive", kept)
 	}
 	t0 := g.now()
 	gr, err := up.pacer.Wait(ctx, sched.Ask{Agent: c.id.agent, Class: c.id.priority, Cost: cost, Retry: prio})
@@ -563,6 +574,14 @@ func (g *Gateway) errorHandler(w http.ResponseWriter, r *http.Request, err error
 	g.log.Warn("upstream failed", "request_id", c.reqID, "upstream", c.up.name, "agent", c.id.agent, "status", status, "error", err.Error())
 	if status == http.StatusServiceUnavailable && c.prov == llmapi.Anthropic {
 		status = 529
+	}
+	if c.ka != nil {
+		// The status line is out: the failure goes in the stream.
+		c.ka.halt()
+		_, _ = w.Write(llmapi.StreamErrorFrame(c.prov, c.info.Endpoint, kind, msg))
+		c.status = status
+		g.settle(c, llmapi.Usage{}, "upstream_error")
+		return
 	}
 	g.answer(w, c.prov, c.info.Endpoint, status, kind, msg, retry, false)
 	c.status = status

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/llmapi"
+	"github.com/apiary-dev/apiary/internal/llmfake"
 	"github.com/apiary-dev/apiary/internal/sched"
 )
 
@@ -130,5 +131,45 @@ func TestDefaultLedgerPath(t *testing.T) {
 	t.Setenv("HOME", "/home/someone")
 	if p, err := DefaultLedgerPath(); err != nil || p != "/home/someone/.local/state/apiary/state.db" {
 		t.Errorf("with HOME: %q %v", p, err)
+	}
+}
+
+// A streaming request whose pacing wait exceeds the clients' patience is
+// kept alive: the status and ping events come at once, then the real stream.
+func TestStreamKeptAliveWhilePaced(t *testing.T) {
+	t.Parallel()
+	_, url := fake(t, llmfake.Config{Format: llmfake.FormatAnthropic})
+	tg := start(t, Config{Upstreams: []Upstream{{Name: "anthropic", URL: url, Provider: llmapi.Anthropic, RPM: 1, Window: 3 * time.Second}},
+		ClientPatience: 500 * time.Millisecond, KeepAlive: 100 * time.Millisecond})
+	body := `{"model":"claude-sonnet-4-5","max_tokens":20,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	post := func() (*http.Response, error) {
+		req, _ := http.NewRequest(http.MethodPost, tg.URL+"/v1/messages", strings.NewReader(body))
+		req.Header.Set("X-Api-Key", "k")
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+		return http.DefaultClient.Do(req)
+	}
+	first, err := post()
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, first.Body)
+	first.Body.Close()
+	t0 := time.Now()
+	resp, err := post() // the window's one request is spent: this one waits ~3 s
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if d := time.Since(t0); resp.StatusCode != 200 || d > 2*time.Second {
+		t.Fatalf("status %d after %v: not kept alive", resp.StatusCode, d)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	if time.Since(t0) < 2*time.Second || strings.Count(s, "event: ping") < 5 || !strings.Contains(s, "message_stop") ||
+		strings.Index(s, "event: ping") > strings.Index(s, "message_start") {
+		t.Fatalf("after %v: %s", time.Since(t0), s)
 	}
 }

@@ -415,9 +415,9 @@ func (p *Pacer) Stats() []LimitStats {
 }
 
 // Projected returns how long a request of cost c asked now would wait,
-// roughly: the windows the queue ahead of it fills, each one period (or,
-// before one is known, one minute, as providers' limits are per minute).
-// It is a plan, not a promise: every answer revises it.
+// roughly: the windows the queue ahead of it fills, each one period. A
+// dimension whose period and current end are both unknown adds nothing: the
+// pacer does not guess. It is a plan, not a promise: every answer revises it.
 func (p *Pacer) Projected(c Cost) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -440,17 +440,20 @@ func (p *Pacer) Projected(c Cost) time.Duration {
 		if over <= 0 {
 			continue
 		}
-		per := w.stalePeriod()
 		var first time.Duration
-		if e := w.end(); !e.IsZero() && e.After(now) {
+		switch e := w.end(); {
+		case !e.IsZero() && e.After(now):
 			first = e.Sub(now)
-		} else {
-			first = per
+		case w.period > 0:
+			first = w.period
+		default:
+			continue
 		}
-		windows := int64(over / w.limit)
-		if t := first + time.Duration(windows)*per; t > wait {
-			wait = t
+		t := first
+		if w.period > 0 {
+			t += time.Duration(int64(over/w.limit)) * w.period
 		}
+		wait = max(wait, t)
 	}
 	return wait
 }
