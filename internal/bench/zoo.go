@@ -236,7 +236,8 @@ func newZooSeedParams(seed uint64, m ZooModel) ZooResult {
 // zooBound is the least wall time any client could need, by the schedule of
 // an oracle that knows the model: each agent's turns go one after another,
 // each as soon as the limit has room (in the window of its start, or in a
-// bucket holding a request), each taking the mean latency. Attempts the
+// bucket holding a request) and fewer than the cap are in flight, each
+// taking the mean latency. Attempts the
 // upstream charged beyond the agents' turns (a cut stream's continuation)
 // are added to the agents in turn.
 func zooBound(m ZooModel, u *zooUpstream, start time.Time, agents, turns int, admitted int64) time.Duration {
@@ -255,6 +256,7 @@ func zooBound(m ZooModel, u *zooUpstream, start time.Time, agents, turns int, ad
 	level, levelAt := float64(m.Limit), start
 	rate := float64(m.Limit) / float64(m.Period)
 	end := start
+	var busy []time.Time // ends of the requests in flight, for the cap
 	for {
 		i := -1
 		for j := range free {
@@ -266,6 +268,15 @@ func zooBound(m ZooModel, u *zooUpstream, start time.Time, agents, turns int, ad
 			break
 		}
 		t := free[i]
+		if m.Cap > 0 {
+			for {
+				busy = slices.DeleteFunc(busy, func(e time.Time) bool { return !e.After(t) })
+				if len(busy) < m.Cap {
+					break
+				}
+				t = slices.MinFunc(busy, func(a, b time.Time) int { return a.Compare(b) })
+			}
+		}
 		if m.Kind == "bucket" {
 			l := min(float64(m.Limit), level+rate*float64(t.Sub(levelAt)))
 			if l < 1 {
@@ -280,6 +291,9 @@ func zooBound(m ZooModel, u *zooUpstream, start time.Time, agents, turns int, ad
 			counts[u.window(t)]++
 		}
 		free[i] = t.Add(m.Latency)
+		if m.Cap > 0 {
+			busy = append(busy, free[i])
+		}
 		left[i]--
 		if free[i].After(end) {
 			end = free[i]
