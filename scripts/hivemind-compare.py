@@ -45,6 +45,9 @@ from evaluation.scenarios import ALL_SCENARIOS  # noqa: E402
 SCENARIOS = ["micro-5", "micro-10", "micro-20", "micro-50", "replay-11", "stress", "latency-spike"]
 
 
+MOCKS: list = []  # the mock APIs started, for their first window's start
+
+
 def windowed_server(window: float):
     """MockAPIServer whose fixed window lasts window seconds instead of 60."""
 
@@ -52,6 +55,8 @@ def windowed_server(window: float):
         def __init__(self, config=None):
             super().__init__(config)
             self._rate_state.window_seconds = window
+            self._rate_state_started = self._rate_state.window_start
+            MOCKS.append(self)
 
     return Windowed
 
@@ -100,12 +105,15 @@ class ApiaryHarness(harness.BenchmarkHarness):
         await super()._stop_all()
 
 
-def floor_seconds(scenario, succeeded: int, window: float) -> float:
+def floor_seconds(scenario, succeeded: int, window: float, first_left: float) -> float:
     """The least wall time any proxy could need: the successful requests cannot
-    outrun the limit (the last of them goes in window ceil(S/L)), and no agent
-    can finish faster than its turns at the mock's base latency plus the mock
+    outrun the limit (the last of them goes in window ceil(S/L); the mock's
+    first window began when it started, first_left seconds before the agents'
+    start; each later one begins at its first request), and no agent can
+    finish faster than its turns at the mock's base latency plus the mock
     agent's 50 ms pause between turns."""
-    rate = (math.ceil(succeeded / scenario.api_requests_per_minute) - 1) * window if succeeded else 0.0
+    windows = math.ceil(succeeded / scenario.api_requests_per_minute) if succeeded else 0
+    rate = first_left + (windows - 2) * window if windows >= 2 else 0.0
     chain = scenario.agent_turns * scenario.api_base_latency_ms / 1000 + (scenario.agent_turns - 1) * 0.05
     return max(rate + scenario.api_base_latency_ms / 1000, chain)
 
@@ -113,6 +121,7 @@ def floor_seconds(scenario, succeeded: int, window: float) -> float:
 async def run_one(name: str, mode: str, window: float, seed: int, binary: str, logdir: str) -> dict:
     scenario = ALL_SCENARIOS[name]()
     harness.MockAPIServer = windowed_server(window)
+    MOCKS.clear()
     random.seed(seed)
     if mode == "apiary":
         h = ApiaryHarness(binary, os.path.join(logdir, f"apiary-{name}-{int(window)}s-{seed}.log"))
@@ -128,7 +137,8 @@ async def run_one(name: str, mode: str, window: float, seed: int, binary: str, l
     s["upstream_requests"] = api.get("total_requests")
     s["upstream_429"] = api.get("total_rate_limited")
     s["upstream_errors"] = api.get("total_errors")
-    s["floor_s"] = round(floor_seconds(scenario, res.total_succeeded, window), 2)
+    first_left = window - (res.started_at - MOCKS[0]._rate_state_started) if MOCKS else window
+    s["floor_s"] = round(floor_seconds(scenario, res.total_succeeded, window, first_left), 2)
     s["wall_over_floor"] = round(res.wall_time_s / s["floor_s"], 3) if s["floor_s"] else None
     s["errors"] = sorted({e for r in res.agent_results for e in r.errors})[:5]
     return s
