@@ -44,6 +44,10 @@ type DimensionStat struct {
 	// that interval's width.
 	ResetAt            time.Time `json:"reset_at,omitzero"`
 	ResetUncertaintyMS int64     `json:"reset_uncertainty_ms,omitempty"`
+	// Kind is window (fixed windows) or bucket (found to refill
+	// continuously, at RefillPerSecond at least).
+	Kind            string  `json:"kind"`
+	RefillPerSecond float64 `json:"refill_per_s,omitempty"`
 }
 
 // Stats returns a snapshot of every upstream's state and the budgets.
@@ -71,7 +75,8 @@ func (g *Gateway) Stats() Stats {
 		for _, ls := range up.pacer.Stats() {
 			us.RateLimits = append(us.RateLimits, DimensionStat{Dim: ls.Dim.String(), Limit: ls.Limit, Source: ls.Source.String(),
 				PeriodS: ls.Period.Seconds(), PeriodSource: ls.PeriodSource.String(), Available: float64(ls.Limit) - ls.Used,
-				InFlight: ls.InFlight, ResetAt: ls.ResetAt, ResetUncertaintyMS: ls.ResetUncertainty.Milliseconds()})
+				InFlight: ls.InFlight, ResetAt: ls.ResetAt, ResetUncertaintyMS: ls.ResetUncertainty.Milliseconds(),
+				Kind: map[bool]string{false: "window", true: "bucket"}[ls.Continuous], RefillPerSecond: ls.RefillPerSecond})
 		}
 		s.Upstreams = append(s.Upstreams, us)
 	}

@@ -304,6 +304,9 @@ func (p *Pacer) admit(now time.Time, c Cost) (ok, probe bool, at time.Time) {
 		}
 		full++
 		next := w.end()
+		if w.bucket {
+			next = w.refillAt(n)
+		}
 		if next.IsZero() {
 			next = w.staleAt()
 		}
@@ -314,8 +317,11 @@ func (p *Pacer) admit(now time.Time, c Cost) (ok, probe bool, at time.Time) {
 			}
 		}
 		if next.IsZero() {
-			at = time.Time{}
 			return false, false, time.Time{}
+		}
+		if !next.After(now) {
+			// The model disagrees with itself about now; never spin on it.
+			next = now.Add(time.Millisecond)
 		}
 		if next.After(at) {
 			at = next
@@ -389,6 +395,10 @@ type LimitStats struct {
 	// ResetUncertainty the width of the interval it lies in.
 	ResetAt          time.Time
 	ResetUncertainty time.Duration
+	// Continuous says the server was found to refill continuously (a
+	// bucket), and RefillPerSecond is the least rate it refills at.
+	Continuous      bool
+	RefillPerSecond float64
 }
 
 // Stats returns a snapshot of every dimension with a known limit.
@@ -405,6 +415,9 @@ func (p *Pacer) Stats() []LimitStats {
 			Used: w.est(), InFlight: w.inflight, ResetAt: w.end()}
 		if !w.ref.IsZero() {
 			s.ResetUncertainty = w.hi - w.lo
+		}
+		if w.bucket {
+			s.Continuous, s.RefillPerSecond = true, w.rateLo*float64(time.Second)
 		}
 		if s.Period == 0 {
 			s.PeriodSource = SourceNone

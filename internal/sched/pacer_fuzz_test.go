@@ -12,7 +12,9 @@ import (
 // order with random timing, and checks that it never grants a request
 // (other than a probe, one a window at most) while the latest figures say
 // the window is full, before the earliest time that window can end: the
-// written reset less its precision (and, for a delay, less the round trip).
+// written reset less its precision (and, for a delay, less the round trip)
+// — or, once the pacer has found the server to be a continuous bucket,
+// before those figures' own refill bound has made room for one request.
 // It also checks that the pacer is live: once an answer shows a fresh
 // window, a waiting request is granted.
 func FuzzPacerHeaders(f *testing.F) {
@@ -37,6 +39,8 @@ func FuzzPacerHeaders(f *testing.F) {
 				block     time.Time
 				blockRef  time.Time
 				blockUsed int64
+				blockRecv time.Time
+				blockRate float64 // the full figures' own refill bound, per ns
 				probes    = map[time.Time]int{}
 				bad       string
 			)
@@ -49,7 +53,11 @@ func FuzzPacerHeaders(f *testing.F) {
 					now := time.Now()
 					mu.Lock()
 					defer mu.Unlock()
-					if now.Before(block) {
+					refilled := false
+					if st := p.Stats(); len(st) > 0 && st[0].Continuous && blockRate > 0 {
+						refilled = float64(now.Sub(blockRecv))*blockRate >= 1
+					}
+					if now.Before(block) && !refilled {
 						if !g.Probe {
 							bad = "granted at " + now.String() + " before the full window can end at " + block.String()
 						}
@@ -94,6 +102,10 @@ func FuzzPacerHeaders(f *testing.F) {
 					switch {
 					case o.Remaining == 0 && newer:
 						block, blockRef, blockUsed = o.Reset.Add(-early), o.Reset, o.Limit
+						blockRecv, blockRate = now, 0
+						if d := o.Reset.Add(o.Precision).Sub(sentAt[g]); d > 0 && o.Limit > 1 {
+							blockRate = float64(o.Limit-1) / float64(d)
+						}
 					case o.Remaining > 0 && newer, o.Limit > blockUsed:
 						// A limit is the key's, not a window's: a higher one
 						// makes room in the window that was full.

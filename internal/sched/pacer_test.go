@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -275,6 +276,72 @@ func TestPacerWaitCancelled(t *testing.T) {
 		}
 		if st := p.Stats(); len(st) != 1 || st[0].Source != SourceConfigured || st[0].Period != time.Minute || math.Abs(st[0].Used-1) > 0 {
 			t.Errorf("stats %+v", st)
+		}
+	})
+}
+
+// A continuous bucket (Anthropic's model: reset is when it is full again)
+// is told from fixed windows by its resets, which move later within what
+// would be one window; its refill rate is learned from (remaining, reset)
+// pairs, and requests trickle at that rate instead of waiting for a full
+// bucket.
+func TestPacerLearnsBucketRate(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const limit = 6
+		period := 12 * time.Second // refills 0.5 a second
+		rate := float64(limit) / float64(period)
+		var mu sync.Mutex
+		level, levelAt := float64(limit), time.Now()
+		refused := 0
+		p := NewPacer(PacerConfig{})
+		defer p.Close()
+		unknown := Observation{Limit: -1, Remaining: -1}
+		start := time.Now()
+		var wg sync.WaitGroup
+		for a := range 3 {
+			wg.Go(func() {
+				for range 7 {
+					retry := false
+					for {
+						g, err := p.Wait(context.Background(), Ask{Agent: string(rune('A' + a)), Cost: Cost{Requests: 1}, Retry: retry})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						g.Sent(time.Now())
+						time.Sleep(20 * time.Millisecond)
+						mu.Lock()
+						now := time.Now()
+						level = min(limit, level+rate*float64(now.Sub(levelAt)))
+						levelAt = now
+						ok := level >= 1
+						if ok {
+							level--
+						} else if now.Sub(start) > time.Second {
+							refused++
+						}
+						o := Observation{Limit: limit, Remaining: int64(level), Precision: time.Millisecond,
+							Reset: now.Add(time.Duration((limit - level) / rate)).Truncate(time.Millisecond).Add(time.Millisecond)}
+						mu.Unlock()
+						time.Sleep(20 * time.Millisecond)
+						g.Answer(time.Now(), [4]Observation{o, unknown, unknown, unknown}, ok)
+						if ok {
+							break
+						}
+						retry = true
+					}
+				}
+			})
+		}
+		wg.Wait()
+		wall := time.Since(start)
+		bound := time.Duration(float64(21-limit) / rate)
+		if ratio := float64(wall) / float64(bound); ratio > 1.15 {
+			t.Errorf("wall %v, bound %v (×%.2f): not paced at the refill rate", wall, bound, ratio)
+		}
+		if refused > 2 {
+			t.Errorf("%d requests refused", refused)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"math"
 	"time"
 )
 
@@ -100,6 +101,16 @@ type window struct {
 	period    time.Duration
 	periodSrc Source
 	lastObs   time.Time // receive time of the latest figures
+
+	// A continuous bucket, once its resets show it (they move later
+	// within what would be one window): its level is at least lvl at lvlAt
+	// and refills at rateLo per nanosecond at least.
+	bucketEvidence int
+	bucket         bool
+	lvl            float64
+	lvlAt          time.Time
+	rateLo         float64
+	nowHint        time.Time // the time of the latest roll, for est
 }
 
 func (w *window) configure(r Rate) {
@@ -114,8 +125,34 @@ func (w *window) configure(r Rate) {
 	w.period, w.periodSrc = w.confPer, SourceConfigured
 }
 
-// est is the model's count in the current window.
-func (w *window) est() float64 { return w.seen + w.inflight }
+// est is the model's count in the current window (for a bucket: the limit
+// less its level now, as of the latest pump).
+func (w *window) est() float64 {
+	if w.bucket {
+		return w.limit - w.level(w.nowHint) + w.inflight
+	}
+	return w.seen + w.inflight
+}
+
+// level is a bucket's least level at t.
+func (w *window) level(t time.Time) float64 {
+	if t.Before(w.lvlAt) {
+		t = w.lvlAt
+	}
+	return min(w.limit, w.lvl+w.rateLo*float64(t.Sub(w.lvlAt)))
+}
+
+// refillAt is when a bucket will hold n more than is in flight (zero: not
+// by refilling; an answer must tell).
+func (w *window) refillAt(n float64) time.Time {
+	need := min(n, w.limit) + w.inflight - min(w.lvl, w.limit)
+	if need <= 0 || w.rateLo <= 0 || min(n, w.limit)+w.inflight > w.limit {
+		// Refilling alone cannot make room (the bucket caps at the limit,
+		// and what is in flight must be answered first).
+		return time.Time{}
+	}
+	return w.lvlAt.Add(time.Duration(math.Ceil(need / w.rateLo)))
+}
 
 // end returns the late end of the current window, or zero when unknown.
 func (w *window) end() time.Time {
@@ -128,7 +165,8 @@ func (w *window) end() time.Time {
 // roll starts the next window if now is past the current one's end, or
 // the figures are stale (nothing has refreshed them for a period).
 func (w *window) roll(now time.Time) {
-	if w.limit == 0 {
+	w.nowHint = now
+	if w.limit == 0 || w.bucket {
 		return
 	}
 	if e := w.end(); !e.IsZero() && !now.Before(e) {
@@ -169,12 +207,15 @@ func (w *window) staleAt() time.Time {
 
 // fits reports whether n more fits in the current window.
 func (w *window) fits(n float64) bool {
+	if w.bucket && n > 0 {
+		return w.level(w.nowHint)-w.inflight >= min(n, w.limit)
+	}
 	return w.limit == 0 || n <= 0 || w.est()+min(n, w.limit) <= w.limit
 }
 
 // probeAt returns when a probe may go in the current window (zero: none).
 func (w *window) probeAt(width time.Duration) time.Time {
-	if w.ref.IsZero() || w.own || !w.abs || w.probed || w.hi-w.lo <= width {
+	if w.ref.IsZero() || w.own || !w.abs || w.probed || w.bucket || w.hi-w.lo <= width {
 		return time.Time{}
 	}
 	return w.ref.Add(w.lo + (w.hi-w.lo)/2)
@@ -233,7 +274,20 @@ func (w *window) answer(n float64, gwin int64, o Observation, sent, recv time.Ti
 	if o.Relative {
 		plo -= max(recv.Sub(sent), 0)
 	}
-	switch w.relate(o, plo, phi, recv) {
+	if used >= 0 && o.Reset.Add(phi).After(recv) {
+		// (Figures whose bucket would be full already contradict
+		// themselves: a full bucket does not report less than the limit.)
+		w.bucketFigures(float64(o.Remaining), o.Reset.Add(phi), sent, recv)
+	}
+	rel := w.relate(o, plo, phi, recv)
+	if rel == relNewer && !w.ref.IsZero() && recv.Before(w.ref.Add(w.lo)) && used > 0 {
+		// A later reset while the window cannot have ended, with the
+		// count not starting over: the server refills continuously.
+		if w.bucketEvidence++; w.bucketEvidence >= 2 {
+			w.bucket = true
+		}
+	}
+	switch rel {
 	case relSame:
 		w.narrow(o.Reset, plo, phi)
 		w.evidenceBefore(sent)
@@ -276,6 +330,21 @@ func (w *window) answer(n float64, gwin int64, o Observation, sent, recv time.Ti
 		if w.prevAbs && !o.Relative {
 			w.offsetLo(sent.Sub(w.prevRef))
 		}
+	}
+}
+
+// bucketFigures folds a continuous bucket's latest figures into its level
+// and refill rate: remaining r at the server's time (after sent), full
+// again by full at the latest. Its level then was under r+1, so it refills
+// at least (limit−r−1)/(full−sent); and it holds at least r at recv. Only
+// the latest figures count, so that no older ones can outvote them.
+func (w *window) bucketFigures(r float64, full, sent, recv time.Time) {
+	if recv.Before(w.lvlAt) {
+		return
+	}
+	w.lvl, w.lvlAt, w.rateLo = r, recv, 0
+	if d := full.Sub(sent); d > 0 && w.limit-r-1 > 0 {
+		w.rateLo = (w.limit - r - 1) / float64(d)
 	}
 }
 
