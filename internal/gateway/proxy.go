@@ -47,6 +47,10 @@ type call struct {
 	// waits (see keepAlive); ka is set once they began.
 	w  *statusOnce
 	ka *keepAlive
+	// kaMu guards ka and kaClosed while a timer may start keep-alive
+	// events during a wait; after the wait only the handler touches ka.
+	kaMu     sync.Mutex
+	kaClosed bool
 	// outHeader is the request's header as sent upstream (for a
 	// continuation of a broken stream); continued marks a continuation.
 	outHeader  http.Header
@@ -433,12 +437,35 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 func (g *Gateway) pace(ctx context.Context, c *call, cost sched.Cost, prio bool) (*sched.Grant, error) {
 	up := c.up
 	if d := up.pacer.Projected(cost); d > g.cfg.ClientPatience {
+		c.kaMu.Lock()
 		kept := c.info.Stream && g.startKeepAlive(c)
+		c.kaMu.Unlock()
 		g.log.Warn("pacing beyond client patience", "request_id", c.reqID, "upstream", up.name, "agent", c.id.agent,
 			"projected_wait_ms", d.Milliseconds(), "patience_ms", g.cfg.ClientPatience.Milliseconds(), "stream", c.info.Stream, "kept_alive", kept)
 	}
+	// A projection is a plan: a stream still queued after half the
+	// clients' patience is kept alive whatever was projected.
+	var late *time.Timer
+	if c.info.Stream && c.ka == nil {
+		c.kaMu.Lock()
+		c.kaClosed = false
+		c.kaMu.Unlock()
+		late = time.AfterFunc(g.cfg.ClientPatience/2, func() {
+			c.kaMu.Lock()
+			defer c.kaMu.Unlock()
+			if !c.kaClosed && g.startKeepAlive(c) {
+				g.log.Warn("queued beyond half the client patience: keeping the stream alive", "request_id", c.reqID, "upstream", up.name, "agent", c.id.agent)
+			}
+		})
+	}
 	t0 := g.now()
 	gr, err := up.pacer.Wait(ctx, sched.Ask{Agent: c.id.agent, Class: c.id.priority, Cost: cost, Retry: prio})
+	if late != nil {
+		late.Stop()
+		c.kaMu.Lock()
+		c.kaClosed = true // a late start can no longer race the writes that follow
+		c.kaMu.Unlock()
+	}
 	if err != nil && ctx.Err() != nil {
 		g.log.Warn("client gave up while queued", "request_id", c.reqID, "upstream", up.name, "agent", c.id.agent,
 			"queue_wait_ms", g.now().Sub(t0).Milliseconds())
