@@ -10,9 +10,9 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/apiary-dev/apiary/internal/bench"
 	"github.com/apiary-dev/apiary/internal/llmfake"
 )
 
@@ -44,15 +44,6 @@ type benchLLMFakeResult struct {
 	// the cores.
 	CPU          time.Duration `json:"cpu_ns"`
 	ReqPerCPUSec float64       `json:"req_per_cpu_s"`
-}
-
-// processCPU is the CPU time this process has used so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func benchLLMFakeCommand() *command {
@@ -120,12 +111,12 @@ stays meaningful when other processes share the cores.`,
 								p.Requests, float64(p.Requests)/p.Elapsed.Seconds(), p.Errors)
 						},
 					}
-					cpu0 := processCPU()
+					cpu0 := bench.ProcessCPU()
 					res, err := load.Run(ctx)
 					if err != nil {
 						return err
 					}
-					r := benchLLMFakeResult{Phase: phase, Stream: stream, LoadResult: res, CPU: processCPU() - cpu0}
+					r := benchLLMFakeResult{Phase: phase, Stream: stream, LoadResult: res, CPU: bench.ProcessCPU() - cpu0}
 					if r.CPU > 0 {
 						r.ReqPerCPUSec = float64(res.Requests) / r.CPU.Seconds()
 					}

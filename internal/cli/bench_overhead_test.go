@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/apiary-dev/apiary/internal/bench"
 )
 
 // TestBenchOverhead runs the overhead benchmark briefly: every path is
@@ -17,14 +19,14 @@ func TestBenchOverhead(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	var res overheadResult
+	var res bench.OverheadResult
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatalf("%v: %s", err, stdout.String())
 	}
 	if len(res.Phases) != 6 {
 		t.Fatalf("phases: %+v", res.Phases)
 	}
-	by := map[string]overheadPhase{}
+	by := map[string]bench.OverheadPhase{}
 	for _, p := range res.Phases {
 		if p.Requests < 25 || p.Errors != 0 || p.P50us <= 0 || p.P99us < p.P50us || p.CPUPerReq <= 0 {
 			t.Errorf("phase %+v", p)

@@ -60,7 +60,7 @@ type gatewayOptions struct {
 	rpm, tpm, itpm, otpm                        int64
 	noRetry, noAIMD, noBreaker, noRate, noAdmit bool
 	noResume                                    bool
-	failFast, noIncludeUsage, continuousRefill  bool
+	failFast, noIncludeUsage                    bool
 	ttfbTarget, maxRetryWait                    time.Duration
 	maxAttempts                                 int
 	set                                         map[string]bool // flags given explicitly
@@ -74,14 +74,13 @@ func gatewayFlags(fs *flag.FlagSet) *gatewayOptions {
 	fs.Var(&o.upstreams, "upstream", "upstream `NAME=URL` (repeatable), e.g. anthropic=https://api.anthropic.com")
 	fs.Var(&o.upstreamKeys, "upstream-key-env", "`NAME=VAR`: the environment variable holding upstream NAME's real API key, substituted for virtual keys (repeatable)")
 	fs.StringVar(&o.configFile, "config", "", "apiary.yaml `FILE` (default: ./apiary.yaml when it exists)")
-	fs.StringVar(&o.ledger, "ledger", config.DefaultLedger, "SQLite `PATH` of the ledger and virtual keys")
+	fs.StringVar(&o.ledger, "ledger", "", "SQLite `PATH` of the ledger and virtual keys (default: $XDG_STATE_HOME/apiary/state.db, else ~/.local/state/apiary/state.db)")
 	fs.IntVar(&o.maxConc, "max-concurrency", 16, "`N` requests in flight per upstream (AIMD's ceiling)")
 	fs.IntVar(&o.agentMaxConc, "agent-max-concurrency", 0, "`N` requests in flight per agent per upstream (0: no cap)")
 	fs.Int64Var(&o.rpm, "rpm", 0, "known requests-per-minute limit `N` of every upstream (0: learn from headers)")
 	fs.Int64Var(&o.tpm, "tpm", 0, "known tokens-per-minute limit `N` (0: learn from headers)")
 	fs.Int64Var(&o.itpm, "itpm", 0, "known input-tokens-per-minute limit `N` (0: learn from headers)")
 	fs.Int64Var(&o.otpm, "otpm", 0, "known output-tokens-per-minute limit `N` (0: learn from headers)")
-	fs.BoolVar(&o.continuousRefill, "continuous-refill", false, "model configured limits as continuous token buckets instead of fixed windows")
 	fs.IntVar(&o.maxAttempts, "max-attempts", 10, "`N` attempts per request at most")
 	fs.DurationVar(&o.maxRetryWait, "max-retry-wait", 2*time.Minute, "longest total `WAIT` between attempts; a longer retry-after is passed to the client")
 	fs.DurationVar(&o.ttfbTarget, "ttfb-target", 0, "time to first byte above `D` counts as congestion for AIMD (0: off)")
@@ -209,12 +208,15 @@ func (o *gatewayOptions) gatewayConfig(e *env) (gateway.Config, *config.Config, 
 		if o.set["otpm"] {
 			u.OTPM = o.otpm
 		}
-		u.ContinuousRefill = o.continuousRefill
 		if v := keyEnv[u.Name]; v != "" {
-			u.APIKey = e.getenv(v)
+			u.APIKey, u.APIKeyEnv = e.getenv(v), v
 			if u.APIKey == "" {
 				return cfg, nil, fmt.Errorf("upstream %s: environment variable %s is empty", u.Name, v)
 			}
+		} else if v := gateway.DefaultKeyEnv(u.Provider); v != "" {
+			// The provider's conventional variable, used only to stand in
+			// for virtual keys.
+			u.APIKey, u.APIKeyEnv = e.getenv(v), v
 		}
 	}
 	if len(cfg.Upstreams) == 0 {
@@ -271,14 +273,22 @@ func runGateway(ctx context.Context, e *env, o *gatewayOptions) error {
 		listen = file.Gateway.Listen
 	}
 	ledgerPath := o.ledger
-	if !o.set["ledger"] && file.Gateway.Ledger != "" {
+	if !o.set["ledger"] && file.Gateway.Ledger != "" && file.Gateway.Ledger != config.DefaultLedger {
 		ledgerPath = file.Gateway.Ledger
+	}
+	if ledgerPath, err = resolveLedger(ledgerPath); err != nil {
+		return err
 	}
 	db, err := gateway.OpenDB(ledgerPath)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	// With virtual keys in the ledger the gateway substitutes real ones:
+	// without a real key it must not start (every such request would fail).
+	if cfg.RequireAPIKeys, err = gateway.HasActiveKeys(ctx, db); err != nil {
+		return err
+	}
 	ledger := gateway.NewLedger(db)
 	cfg.DB, cfg.Ledger = db, ledger
 	g, err := gateway.New(ctx, cfg)
@@ -330,7 +340,7 @@ see. The gateway substitutes the upstream's real key (--upstream-key-env).`,
 				name:    "create",
 				summary: "issue a virtual key for an agent",
 				setup: func(fs *flag.FlagSet) runFunc {
-					ledger := fs.String("ledger", config.DefaultLedger, "SQLite `PATH` of the ledger and keys")
+					ledger := fs.String("ledger", "", "SQLite `PATH` of the ledger and virtual keys (default: $XDG_STATE_HOME/apiary/state.db, else ~/.local/state/apiary/state.db)")
 					agent := fs.String("agent", "", "agent `NAME` the key belongs to (required)")
 					usd := fs.Float64("budget-usd", 0, "USD `BUDGET` of the key (0: none)")
 					tokens := fs.Int64("budget-tokens", 0, "token `BUDGET` of the key (0: none)")
@@ -346,7 +356,11 @@ see. The gateway substitutes the upstream's real key (--upstream-key-env).`,
 						if *usd < 0 || *tokens < 0 {
 							return usagef("budgets must not be negative")
 						}
-						db, err := gateway.OpenDB(*ledger)
+						path, err := resolveLedger(*ledger)
+						if err != nil {
+							return err
+						}
+						db, err := gateway.OpenDB(path)
 						if err != nil {
 							return err
 						}
@@ -371,7 +385,7 @@ see. The gateway substitutes the upstream's real key (--upstream-key-env).`,
 				name:    "list",
 				summary: "list issued virtual keys",
 				setup: func(fs *flag.FlagSet) runFunc {
-					ledger := fs.String("ledger", config.DefaultLedger, "SQLite `PATH` of the ledger and keys")
+					ledger := fs.String("ledger", "", "SQLite `PATH` of the ledger and virtual keys (default: $XDG_STATE_HOME/apiary/state.db, else ~/.local/state/apiary/state.db)")
 					asJSON := fs.Bool("json", false, "print JSON")
 					return func(ctx context.Context, e *env, args []string) error {
 						if err := noArgs(args); err != nil {
@@ -406,7 +420,7 @@ see. The gateway substitutes the upstream's real key (--upstream-key-env).`,
 				args:    "ID",
 				summary: "revoke a virtual key; requests presenting it are refused",
 				setup: func(fs *flag.FlagSet) runFunc {
-					ledger := fs.String("ledger", config.DefaultLedger, "SQLite `PATH` of the ledger and keys")
+					ledger := fs.String("ledger", "", "SQLite `PATH` of the ledger and virtual keys (default: $XDG_STATE_HOME/apiary/state.db, else ~/.local/state/apiary/state.db)")
 					return func(ctx context.Context, e *env, args []string) error {
 						if err := exactArgs(args, 1, "a key ID"); err != nil {
 							return err
@@ -429,7 +443,7 @@ func gatewayUsageCommand() *command {
 		name:    "usage",
 		summary: "summarise the gateway ledger by agent, model, upstream or key",
 		setup: func(fs *flag.FlagSet) runFunc {
-			ledger := fs.String("ledger", config.DefaultLedger, "SQLite `PATH` of the ledger")
+			ledger := fs.String("ledger", "", "SQLite `PATH` of the ledger and virtual keys (default: $XDG_STATE_HOME/apiary/state.db, else ~/.local/state/apiary/state.db)")
 			by := fs.String("by", "agent", "group by `FIELD`: agent, model, upstream or key")
 			asJSON := fs.Bool("json", false, "print JSON")
 			return func(ctx context.Context, e *env, args []string) error {
@@ -465,8 +479,20 @@ func gatewayUsageCommand() *command {
 	}
 }
 
+// resolveLedger is the ledger's path: the flag's, else the per-user one.
+func resolveLedger(flagV string) (string, error) {
+	if flagV != "" {
+		return flagV, nil
+	}
+	return gateway.DefaultLedgerPath()
+}
+
 // openExisting opens a ledger that must already exist.
-func openExisting(path string) (*sql.DB, error) {
+func openExisting(flagV string) (*sql.DB, error) {
+	path, err := resolveLedger(flagV)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("ledger %s: %w (run the gateway first, or pass --ledger)", path, err)
 	}

@@ -24,7 +24,7 @@ func clusterFlags(fs *flag.FlagSet) *clusterOptions {
 	c := &clusterOptions{}
 	fs.StringVar(&c.board, "board", "", "cluster mode: share each upstream's known limits (--rpm, --tpm) with the other gateways on board `DSN` (etcd://HOST:PORT[,...] across machines) by leasing slices")
 	fs.StringVar(&c.member, "cluster-id", "", "cluster mode: this gateway's member `ID` (default HOST-PID)")
-	fs.DurationVar(&c.window, "limit-window", time.Minute, "the `PERIOD` of the known limits (an RPM limit's minute)")
+	fs.DurationVar(&c.window, "limit-window", time.Minute, "the `PERIOD` of the configured limits (--rpm, --tpm, ...: an RPM limit's minute); limits learned from headers learn their own")
 	return c
 }
 

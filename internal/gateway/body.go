@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/llmapi"
-	"github.com/apiary-dev/apiary/internal/sched"
 	"github.com/apiary-dev/apiary/internal/sse"
 )
 
@@ -300,7 +299,6 @@ func (g *Gateway) settle(c *call, u llmapi.Usage, outcome string) {
 		return
 	}
 	c.settleOnce.Do(func() {
-		now := g.now()
 		if c.outcome == "" || c.outcome == "ok" {
 			c.outcome = outcome
 		}
@@ -309,7 +307,7 @@ func (g *Gateway) settle(c *call, u llmapi.Usage, outcome string) {
 			g.metrics.inflight.WithLabelValues(c.up.name).Dec()
 		}
 		if c.res != nil {
-			c.res.Commit(now, sched.Cost{Requests: 1, Input: u.TotalInput(), Output: u.OutputTokens})
+			c.res.Cancel() // answered already; a no-op then
 		}
 		usd := g.cost(c.prov, c.info.Model, u)
 		if c.holds != nil {

@@ -63,6 +63,9 @@ type Config struct {
 	// Quotas puts upstreams (by name) under cluster-wide slices shared
 	// with other gateways (cluster.go).
 	Quotas map[string]ClusterQuota
+	// RequireAPIKeys makes New refuse (with a *NoKeyError) an upstream
+	// without a real key: set it whenever virtual keys are in use.
+	RequireAPIKeys bool
 	// Authority, if set, verifies the agent's capability on every request
 	// and lets a revocation abort its requests in flight (authority.go).
 	Authority *Authority
@@ -117,6 +120,11 @@ type Config struct {
 	// NoResume ends a broken Anthropic text stream with an error frame
 	// instead of continuing it with a prefill request (see resume.go).
 	NoResume bool
+	// ClientPatience is how long clients are expected to wait for an
+	// answer before they give up (default 60 s, a common SDK read
+	// timeout). A request whose projected pacing wait exceeds it is logged
+	// at warn.
+	ClientPatience time.Duration
 	// KeepAlive is the interval of the ping events that keep a client's
 	// stream alive while a continuation waits for the upstream (default 5s).
 	KeepAlive time.Duration
@@ -145,20 +153,20 @@ type Upstream struct {
 	// Provider fixes the wire format; zero means detect per request.
 	Provider llmapi.Provider
 	// APIKey is the real key substituted for virtual keys; agents never
-	// see it.
-	APIKey string
+	// see it. APIKeyEnv names the environment variable it comes from, for
+	// the error when it is missing (see CheckAPIKeys).
+	APIKey    string
+	APIKeyEnv string
 	// MaxConcurrency is the admission limit and AIMD's ceiling (default 16).
 	MaxConcurrency int
 	// AgentMaxConcurrency caps one agent's requests in flight (0: no cap).
 	AgentMaxConcurrency int
-	// RPM, TPM, ITPM and OTPM are known limits per minute; zero means
-	// unknown (limits are also learned from response headers). Window
-	// Refill: Step (fixed windows; safe for every server) unless
-	// ContinuousRefill is set.
+	// RPM, TPM, ITPM and OTPM are known limits per Window; zero means
+	// unknown (limits are also learned from response headers).
 	RPM, TPM, ITPM, OTPM int64
-	ContinuousRefill     bool
-	// Window is the period of those limits and of the ones learned from
-	// headers (default one minute, as every provider's RPM/TPM).
+	// Window is the period of those configured limits (default one minute,
+	// as every provider's RPM/TPM). It is never given to limits learned
+	// from headers: their period is learned from the server's resets.
 	Window time.Duration
 }
 
@@ -203,6 +211,11 @@ var (
 func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	if len(cfg.Upstreams) == 0 {
 		return nil, ErrNoUpstreams
+	}
+	if cfg.RequireAPIKeys {
+		if err := CheckAPIKeys(cfg.Upstreams); err != nil {
+			return nil, err
+		}
 	}
 	cfg.setDefaults()
 	withCluster(&cfg)
@@ -298,6 +311,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.HeaderTimeout <= 0 {
 		c.HeaderTimeout = 10 * time.Minute
+	}
+	if c.ClientPatience <= 0 {
+		c.ClientPatience = time.Minute
 	}
 	if c.KeepAlive <= 0 {
 		c.KeepAlive = 5 * time.Second

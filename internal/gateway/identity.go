@@ -44,8 +44,8 @@ func presentedKey(r *http.Request) (key, header string, query bool) {
 }
 
 // identify names the agent behind r: a virtual key's agent; else the
-// X-Apiary-Agent header; else the Claude Code session; else a hash of the
-// presented key. A virtual key that is unknown or revoked is an error.
+// X-Apiary-Agent header (or HIVEMIND's X-Hivemind-Agent-Id); else the Claude
+// Code session; else a hash of the presented key. A virtual key that is unknown or revoked is an error.
 func (g *Gateway) identify(ctx context.Context, r *http.Request) (*identity, error) {
 	key, header, query := presentedKey(r)
 	id := &identity{keyHeader: header, keyQuery: query}
@@ -67,6 +67,9 @@ func (g *Gateway) identify(ctx context.Context, r *http.Request) (*identity, err
 		switch {
 		case r.Header.Get("X-Apiary-Agent") != "":
 			id.agent = r.Header.Get("X-Apiary-Agent")
+		case r.Header.Get("X-Hivemind-Agent-Id") != "":
+			// Agents set up for HIVEMIND's proxy name themselves so.
+			id.agent = r.Header.Get("X-Hivemind-Agent-Id")
 		case r.Header.Get("X-Claude-Code-Session-Id") != "":
 			id.agent = "session:" + r.Header.Get("X-Claude-Code-Session-Id")
 		case id.keyID != "":

@@ -31,6 +31,7 @@ type call struct {
 	traceID string
 
 	attempts  int
+	limited   int // 429s in a row
 	queueWait time.Duration
 	ttfb      time.Duration
 	status    int
@@ -39,9 +40,17 @@ type call struct {
 	// ticket and res are held while the final response streams; nil once
 	// settled in the retry loop.
 	ticket *sched.Ticket
-	res    *sched.Reservation
+	res    *sched.Grant
 
 	streaming bool // the final response is on its way (counted in flight)
+	// w is the client's writer, for keep-alive events while the request
+	// waits (see keepAlive); ka is set once they began.
+	w  *statusOnce
+	ka *keepAlive
+	// kaMu guards ka and kaClosed while a timer may start keep-alive
+	// events during a wait; after the wait only the handler touches ka.
+	kaMu     sync.Mutex
+	kaClosed bool
 	// outHeader is the request's header as sent upstream (for a
 	// continuation of a broken stream); continued marks a continuation.
 	outHeader  http.Header
@@ -81,6 +90,10 @@ func (g *Gateway) serveProxy(w http.ResponseWriter, r *http.Request) {
 	}
 	if up == nil {
 		reject(http.StatusNotFound, llmapi.KindNotFound, fmt.Sprintf("apiary gateway: no upstream serves %s %s; configure one with --upstream NAME=URL or route with /NAME/...", r.Method, r.URL.Path), "no_route", nil)
+		return
+	}
+	if isUpgrade(r) {
+		g.serveUpgrade(w, r, up, path, prov, &call{up: up, path: path, prov: prov, start: start, reqID: reqID, traceID: traceID(r)})
 		return
 	}
 	if r.ContentLength > g.cfg.MaxBody {
@@ -131,7 +144,7 @@ func (g *Gateway) serveProxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	c := &call{up: up, path: path, prov: prov, info: info, id: id, body: body, holds: hs, start: start, reqID: reqID, traceID: traceID(r)}
+	c := &call{up: up, path: path, prov: prov, info: info, id: id, body: body, holds: hs, start: start, reqID: reqID, traceID: traceID(r), w: &statusOnce{ResponseWriter: w}}
 	if !g.cfg.NoIncludeUsage && info.Endpoint == llmapi.EndpointChat && info.Stream && !info.IncludeUsage &&
 		(prov == llmapi.OpenAI || prov == llmapi.Azure || prov == llmapi.OpenAICompatible) {
 		if nb, err := llmapi.InjectIncludeUsage(body); err == nil {
@@ -146,7 +159,7 @@ func (g *Gateway) serveProxy(w http.ResponseWriter, r *http.Request) {
 	r2.URL = &u
 	r2.Body = io.NopCloser(bytes.NewReader(c.body))
 	r2.ContentLength = int64(len(c.body))
-	g.proxy.ServeHTTP(w, r2)
+	g.proxy.ServeHTTP(c.w, r2)
 	// A response that never reached ModifyResponse (the client went away
 	// while the proxy was writing headers) is settled here.
 	g.settle(c, llmapi.Usage{Estimated: true}, "client_cancelled")
@@ -177,15 +190,18 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 	c := callFrom(req.Context())
 	ctx := req.Context()
 	up := c.up
+	// Keep-alive events stop before the answer is written (c.ka may be
+	// set on the way).
+	defer func() { c.ka.halt() }()
 	var waited time.Duration // time spent in retry backoff
 	// carry is the rate reservation of an attempt the upstream never
 	// charged (a reset, an edge 502): its place in the window is still
 	// ours, so the retry takes it instead of queueing behind newer
 	// requests.
-	var carry *sched.Reservation
+	var carry *sched.Grant
 	defer func() {
 		if carry != nil {
-			carry.Cancel(g.now())
+			carry.Cancel()
 		}
 	}()
 	maxOut := c.info.MaxOutputTokens
@@ -196,12 +212,12 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 		c.attempts++
 		qstart := g.now()
 		// 1. Pace by the rate limits, holding no admission slot.
-		var res *sched.Reservation
+		var res *sched.Grant
 		switch {
 		case carry != nil:
 			res, carry = carry, nil
 		case !g.cfg.NoRateLimit:
-			r, err := g.pace(ctx, up, sched.Cost{Requests: 1, Input: c.info.InputEstimate, Output: up.outputReservation(maxOut)},
+			r, err := g.pace(ctx, c, sched.Cost{Requests: 1, Input: c.info.InputEstimate, Output: up.outputReservation(maxOut)},
 				c.attempts > 1 || c.continued)
 			if err != nil {
 				return nil, err
@@ -214,7 +230,7 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 			p, err := up.breaker.Allow(g.now())
 			if err != nil {
 				if res != nil {
-					res.Cancel(g.now())
+					res.Cancel()
 				}
 				var oe *sched.OpenError
 				errors.As(err, &oe)
@@ -237,7 +253,7 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 			t, err := up.gate.Acquire(ctx, sched.Request{Agent: c.id.agent, Class: c.id.priority, Cost: float64(c.info.InputEstimate + maxOut)})
 			if err != nil {
 				if res != nil {
-					res.Cancel(g.now())
+					res.Cancel()
 				}
 				if permit != nil {
 					permit.Cancel()
@@ -258,7 +274,7 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 		attempt.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(c.body)), nil }
 		sent := g.now()
 		if res != nil {
-			res.Resend(sent) // marks the first send; a carried retry's again
+			res.Sent(sent) // a carried retry's send replaces the first
 		}
 		resp, err := g.cfg.Transport.RoundTrip(attempt)
 		if err == nil && resp.StatusCode < 400 && !c.info.Stream {
@@ -296,10 +312,10 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 			return nil, &upstreamError{upstream: up.name, attempts: c.attempts, err: err}
 		}
 		rl := llmapi.ParseRateLimits(c.prov, resp.Header, now)
-		if res != nil {
-			up.observeLimits(res, rl)
-		}
 		if resp.StatusCode < 400 {
+			if res != nil {
+				res.Answer(now, observations(rl), true)
+			}
 			if permit != nil {
 				permit.Record(now, true)
 			}
@@ -321,35 +337,66 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 				permit.Record(now, true) // the upstream answered sensibly
 			}
 		}
+		// A 429 is the rate limit, not load: the rate model holds the
+		// retry, and concurrency is not cut for it.
 		sig := sched.SignalOf(resp.StatusCode)
 		if f.Class == llmapi.ClassSpendLimit {
 			sig = sched.Neutral
 		}
 		g.aimdRecord(up, now, sig, ttfb)
+		figures := rl.Requests.Known || rl.Tokens.Known || rl.InputTokens.Known || rl.OutputTokens.Known
+		rateLimited := f.Class == llmapi.ClassRateLimit && f.AccountWide
 		if res != nil {
 			switch {
-			case (f.Class == llmapi.ClassServer || f.Class == llmapi.ClassTimeout) && (rl.Requests.Known || rl.Tokens.Known):
+			case (f.Class == llmapi.ClassServer || f.Class == llmapi.ClassTimeout) && figures:
 				// The API itself failed after admitting the request (its
 				// rate-limit headers say it answered): the attempt counted.
-				res.Commit(now, sched.Cost{Requests: 1})
-			case f.Class == llmapi.ClassServer || f.Class == llmapi.ClassTimeout:
-				// An edge failure (a load balancer's 502): not charged;
-				// the retry keeps its place.
+				res.Answer(now, observations(rl), true)
+			case f.Class == llmapi.ClassServer || f.Class == llmapi.ClassTimeout || f.Class == llmapi.ClassOverloaded:
+				// An edge failure (a load balancer's 502, a concurrency
+				// cap's 529): not charged; the retry keeps its place.
 				carry = res
+			case rateLimited:
+				// Refused by the rate limit: not charged, and its figures
+				// (the window is full, and where it ends) hold the retry
+				// in the queue until the model admits it.
+				res.Answer(now, observations(rl), false)
 			default:
-				// Refused before any work (429, 529 overload, 4xx):
-				// nothing was charged, but a 429's pause still holds.
-				res.Cancel(now)
+				// Refused before any work (4xx): nothing was charged.
+				res.Cancel()
 			}
 		}
-		if f.Class == llmapi.ClassRateLimit && f.AccountWide && !g.cfg.NoRateLimit {
+		if rateLimited && !g.cfg.NoRateLimit && !figures {
+			// A 429 that says nothing of which window is full: pause.
 			pause := f.RetryAfter
 			if pause <= 0 {
 				pause = time.Second
 			}
-			up.limiter.Load().PauseUntil(sched.AllDims, now.Add(pause))
+			up.pacer.PauseUntil(now.Add(pause))
 		}
 		g.metrics.upstreamStatus.WithLabelValues(up.name, strconv.Itoa(resp.StatusCode)).Inc()
+		if rateLimited && f.Retryable && f.RetryAfter <= g.cfg.MaxRetryWait && c.attempts < g.cfg.MaxAttempts && !g.cfg.NoRateLimit &&
+			waited+f.RetryAfter <= g.cfg.MaxRetryWait {
+			// The pacer holds the retry until the window has room: no
+			// blind sleep on top of it. Its wait counts against the
+			// retry budget as the server asked for it. Should the pacer
+			// let it go again at once into another 429, the backoff
+			// applies from the second on, so figures it misreads cannot
+			// make a storm.
+			g.metrics.retries.WithLabelValues(up.name, f.Class.String()).Inc()
+			g.log.Info("retrying", "request_id", c.reqID, "upstream", up.name, "agent", c.id.agent, "attempt", c.attempts, "reason", f.Class.String(), "status", resp.StatusCode)
+			waited += f.RetryAfter
+			c.limited++
+			if c.limited > 1 {
+				if d, ok := g.retryDelay(c, 0, waited); ok {
+					if err := sched.Sleep(ctx, d); err != nil {
+						return nil, err
+					}
+					waited += d
+				}
+			}
+			continue
+		}
 		if f.Retryable && f.RetryAfter <= g.cfg.MaxRetryWait {
 			if d, ok := g.retryDelay(c, f.RetryAfter, waited); ok {
 				reason := f.Class.String()
@@ -375,55 +422,55 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 		}
 		c.status = resp.StatusCode
 		c.outcome = "upstream_error"
+		if c.ka != nil {
+			c.failInStream(resp, streamKind(resp.StatusCode), fmt.Sprintf("apiary gateway: upstream %s answered %d: %s", up.name, resp.StatusCode, bytes.TrimSpace(errBody[:min(len(errBody), 300)])))
+		}
 		return resp, nil
 	}
 }
 
-// pace reserves cost on the upstream's rate limiter and waits until it may
-// be sent. A retry, or the continuation of a broken stream (prio), goes
-// ahead of newer requests. If the limiter is replaced while the request
-// waits (the server turned out to refill continuously), the request
-// reserves again on the new one rather than keep a place the new model
-// does not know about.
-func (g *Gateway) pace(ctx context.Context, up *upstream, cost sched.Cost, prio bool) (*sched.Reservation, error) {
-	for {
-		lim := up.limiter.Load()
-		var r sched.Reservation
-		if prio {
-			r = lim.ReservePriority(g.now(), cost)
-		} else {
-			r = lim.Reserve(g.now(), cost)
-		}
-		var err error
-		swapped := false
-		select {
-		case <-up.swapped:
-			swapped = true // the limiter can change only once
-		default:
-		}
-		if swapped || !r.ReadyAt.After(g.now()) {
-			err = lim.Wait(ctx, r) // returns at once unless a pause holds it
-		} else {
-			// A real wait: let a limiter swap interrupt it.
-			wctx, cancel := context.WithCancel(ctx)
-			go func() {
-				select {
-				case <-up.swapped:
-					cancel()
-				case <-wctx.Done():
-				}
-			}()
-			err = lim.Wait(wctx, r)
-			cancel()
-		}
-		if err == nil {
-			return &r, nil
-		}
-		r.Cancel(g.now())
-		if ctx.Err() != nil || up.limiter.Load() == lim {
-			return nil, err
-		}
+// pace waits in the upstream's pacer until the request may go. A retry,
+// or the continuation of a broken stream (prio), goes ahead of newer
+// requests. A wait longer than the clients' expected patience is logged at
+// warn (the client may give up first); a client that gives up while queued
+// is logged at warn with its wait.
+func (g *Gateway) pace(ctx context.Context, c *call, cost sched.Cost, prio bool) (*sched.Grant, error) {
+	up := c.up
+	if d := up.pacer.Projected(cost); d > g.cfg.ClientPatience {
+		c.kaMu.Lock()
+		kept := c.info.Stream && g.startKeepAlive(c)
+		c.kaMu.Unlock()
+		g.log.Warn("pacing beyond client patience", "request_id", c.reqID, "upstream", up.name, "agent", c.id.agent,
+			"projected_wait_ms", d.Milliseconds(), "patience_ms", g.cfg.ClientPatience.Milliseconds(), "stream", c.info.Stream, "kept_alive", kept)
 	}
+	// A projection is a plan: a stream still queued after half the
+	// clients' patience is kept alive whatever was projected.
+	var late *time.Timer
+	if c.info.Stream && c.ka == nil {
+		c.kaMu.Lock()
+		c.kaClosed = false
+		c.kaMu.Unlock()
+		late = time.AfterFunc(g.cfg.ClientPatience/2, func() {
+			c.kaMu.Lock()
+			defer c.kaMu.Unlock()
+			if !c.kaClosed && g.startKeepAlive(c) {
+				g.log.Warn("queued beyond half the client patience: keeping the stream alive", "request_id", c.reqID, "upstream", up.name, "agent", c.id.agent)
+			}
+		})
+	}
+	t0 := g.now()
+	gr, err := up.pacer.Wait(ctx, sched.Ask{Agent: c.id.agent, Class: c.id.priority, Cost: cost, Retry: prio})
+	if late != nil {
+		late.Stop()
+		c.kaMu.Lock()
+		c.kaClosed = true // a late start can no longer race the writes that follow
+		c.kaMu.Unlock()
+	}
+	if err != nil && ctx.Err() != nil {
+		g.log.Warn("client gave up while queued", "request_id", c.reqID, "upstream", up.name, "agent", c.id.agent,
+			"queue_wait_ms", g.now().Sub(t0).Milliseconds())
+	}
+	return gr, err
 }
 
 // retryDelay decides whether attempt c.attempts may be followed by another
@@ -432,7 +479,9 @@ func (g *Gateway) retryDelay(c *call, retryAfter, waited time.Duration) (time.Du
 	if c.attempts >= g.cfg.MaxAttempts {
 		return 0, false
 	}
-	return c.up.backoff.Next(c.attempts, retryAfter, waited)
+	// Next counts the retries already made: none before the first retry,
+	// whose backoff bound is then the base.
+	return c.up.backoff.Next(c.attempts-1, retryAfter, waited)
 }
 
 func (g *Gateway) aimdRecord(up *upstream, now time.Time, s sched.Signal, ttfb time.Duration) {
@@ -443,9 +492,9 @@ func (g *Gateway) aimdRecord(up *upstream, now time.Time, s sched.Signal, ttfb t
 	g.metrics.concLimit.WithLabelValues(up.name).Set(float64(limit))
 }
 
-func cancelAll(res *sched.Reservation, permit *sched.Permit, now time.Time) {
+func cancelAll(res *sched.Grant, permit *sched.Permit, now time.Time) {
 	if res != nil {
-		res.Cancel(now)
+		res.Cancel()
 	}
 	if permit != nil {
 		permit.Cancel()
@@ -480,86 +529,6 @@ func (g *Gateway) modifyResponse(resp *http.Response) error {
 	}
 	resp.Body = newMeteredBody(resp.Request.Context(), g, c, resp.Body)
 	return nil
-}
-
-// Errors the gateway answers with itself.
-type breakerError struct {
-	upstream string
-	retryAt  time.Time
-}
-
-func (e *breakerError) Error() string {
-	return fmt.Sprintf("apiary gateway: circuit breaker for upstream %s is open", e.upstream)
-}
-
-type queueFullError struct{ upstream string }
-
-func (e *queueFullError) Error() string {
-	return fmt.Sprintf("apiary gateway: admission queue for upstream %s is full", e.upstream)
-}
-
-type upstreamError struct {
-	upstream string
-	attempts int
-	err      error
-}
-
-func (e *upstreamError) Error() string {
-	return fmt.Sprintf("apiary gateway: upstream %s failed after %d attempt(s): %v", e.upstream, e.attempts, e.err)
-}
-
-func (e *upstreamError) Unwrap() error { return e.err }
-
-// errorHandler answers a request whose round trip failed.
-func (g *Gateway) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
-	c := callFrom(r.Context())
-	if errors.Is(context.Cause(r.Context()), ErrAborted) {
-		g.answer(w, c.prov, c.info.Endpoint, http.StatusForbidden, llmapi.KindPermission, ErrAborted.Error(), 0, true)
-		c.status = http.StatusForbidden
-		g.settle(c, llmapi.Usage{}, "aborted")
-		return
-	}
-	if r.Context().Err() != nil {
-		g.settle(c, llmapi.Usage{}, "client_cancelled")
-		return
-	}
-	var be *breakerError
-	var qe *queueFullError
-	status, kind, retry := http.StatusBadGateway, llmapi.KindAPI, time.Duration(0)
-	switch {
-	case errors.As(err, &be):
-		status, kind, retry = http.StatusServiceUnavailable, llmapi.KindOverloaded, max(time.Second, time.Until(be.retryAt))
-	case errors.As(err, &qe):
-		status, kind, retry = http.StatusServiceUnavailable, llmapi.KindOverloaded, time.Second
-	case isTimeout(err):
-		status, kind = http.StatusGatewayTimeout, llmapi.KindTimeout
-	}
-	if status == http.StatusServiceUnavailable && c.prov == llmapi.Anthropic {
-		status = 529
-	}
-	g.answer(w, c.prov, c.info.Endpoint, status, kind, err.Error(), retry, false)
-	c.status = status
-	g.settle(c, llmapi.Usage{}, "upstream_error")
-}
-
-func isTimeout(err error) bool {
-	var te interface{ Timeout() bool }
-	return errors.As(err, &te) && te.Timeout()
-}
-
-// answer writes an error in the provider's own shape. noRetry adds
-// x-should-retry: false, which the official SDKs obey.
-func (g *Gateway) answer(w http.ResponseWriter, p llmapi.Provider, e llmapi.Endpoint, status int, kind, msg string, retryAfter time.Duration, noRetry bool) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if retryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(max(1, int((retryAfter+time.Second-1)/time.Second))))
-	}
-	if noRetry {
-		h.Set("X-Should-Retry", "false")
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(llmapi.ErrorBody(p, status, kind, msg))
 }
 
 // traceID extracts the trace id of a W3C traceparent header.

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/apiary-dev/apiary/internal/llmapi"
-	"github.com/apiary-dev/apiary/internal/sched"
 	"github.com/apiary-dev/apiary/internal/sse"
 )
 
@@ -246,14 +245,13 @@ func (g *Gateway) continuation(ctx context.Context, c *call, body []byte) (*http
 
 // release frees what a finished continuation holds.
 func (g *Gateway) release(c *call, u llmapi.Usage) {
-	now := g.now()
 	c.ticket.Release()
 	if c.streaming {
 		g.metrics.inflight.WithLabelValues(c.up.name).Dec()
 		c.streaming = false
 	}
 	if c.res != nil {
-		c.res.Commit(now, sched.Cost{Requests: 1, Input: u.TotalInput(), Output: u.OutputTokens})
+		c.res.Cancel() // answered already; a no-op then
 		c.res = nil
 	}
 }

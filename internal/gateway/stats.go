@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"sort"
 	"time"
-
-	"github.com/apiary-dev/apiary/internal/sched"
 )
 
 // Stats is the gateway's state as GET /_apiary/stats reports it.
@@ -21,6 +19,7 @@ type UpstreamStats struct {
 	URL              string          `json:"url"`
 	InFlight         int             `json:"in_flight"`
 	Queued           int             `json:"queued"`
+	Pacing           int             `json:"pacing"` // waiting for the rate limits
 	ConcurrencyLimit int             `json:"concurrency_limit"`
 	Breaker          string          `json:"breaker"`
 	RateLimits       []DimensionStat `json:"rate_limits"`
@@ -28,22 +27,31 @@ type UpstreamStats struct {
 	Agents           map[string]int  `json:"agents_in_flight,omitempty"`
 }
 
-// DimensionStat is one rate-limit dimension.
+// DimensionStat is one rate-limit dimension: its limit and period, and
+// where each came from (configured, learned from the server's headers, or
+// assumed).
 type DimensionStat struct {
-	Dim         string    `json:"dim"`
-	Limit       int64     `json:"limit"`
-	Available   float64   `json:"available"`
-	PausedUntil time.Time `json:"paused_until,omitzero"`
+	Dim          string  `json:"dim"`
+	Limit        int64   `json:"limit"`
+	Source       string  `json:"source"`
+	PeriodS      float64 `json:"period_s,omitempty"`
+	PeriodSource string  `json:"period_source,omitempty"`
+	// Available is the limit less the model's count in the current window.
+	Available float64 `json:"available"`
+	InFlight  float64 `json:"in_flight"`
+	// ResetAt is when the model will next admit a full window (the late end
+	// of the interval the current window's end lies in), ResetUncertaintyMS
+	// that interval's width.
+	ResetAt            time.Time `json:"reset_at,omitzero"`
+	ResetUncertaintyMS int64     `json:"reset_uncertainty_ms,omitempty"`
+	// Kind is window (fixed windows) or bucket (found to refill
+	// continuously, at RefillPerSecond at least).
+	Kind            string  `json:"kind"`
+	RefillPerSecond float64 `json:"refill_per_s,omitempty"`
 }
-
-var dims = []struct {
-	dim  sched.Dim
-	name string
-}{{sched.Requests, "requests"}, {sched.InputTokens, "input_tokens"}, {sched.OutputTokens, "output_tokens"}, {sched.TotalTokens, "tokens"}}
 
 // Stats returns a snapshot of every upstream's state and the budgets.
 func (g *Gateway) Stats() Stats {
-	now := g.now()
 	var s Stats
 	for _, up := range g.upstreams {
 		us := UpstreamStats{Name: up.name, URL: up.url.String(), Breaker: "disabled", OutputEstimate: up.outputReservation(0)}
@@ -63,12 +71,12 @@ func (g *Gateway) Stats() Stats {
 		if up.breaker != nil {
 			us.Breaker = up.breaker.State().String()
 		}
-		for _, d := range dims {
-			bs := up.limiter.Load().Stats(d.dim, now)
-			if bs.Limit == 0 {
-				continue
-			}
-			us.RateLimits = append(us.RateLimits, DimensionStat{Dim: d.name, Limit: bs.Limit, Available: bs.Available, PausedUntil: bs.PausedUntil})
+		us.Pacing = up.pacer.Waiting()
+		for _, ls := range up.pacer.Stats() {
+			us.RateLimits = append(us.RateLimits, DimensionStat{Dim: ls.Dim.String(), Limit: ls.Limit, Source: ls.Source.String(),
+				PeriodS: ls.Period.Seconds(), PeriodSource: ls.PeriodSource.String(), Available: float64(ls.Limit) - ls.Used,
+				InFlight: ls.InFlight, ResetAt: ls.ResetAt, ResetUncertaintyMS: ls.ResetUncertainty.Milliseconds(),
+				Kind: map[bool]string{false: "window", true: "bucket"}[ls.Continuous], RefillPerSecond: ls.RefillPerSecond})
 		}
 		s.Upstreams = append(s.Upstreams, us)
 	}

@@ -2,11 +2,9 @@ package gateway
 
 import (
 	"fmt"
-	"math"
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/llmapi"
@@ -24,15 +22,11 @@ type upstream struct {
 
 	gate *sched.Gate // nil when admission is disabled
 	aimd *sched.AIMD // nil when AIMD is disabled
-	// limiter paces requests; it is replaced once, by a continuous-refill
-	// one, if the server's headers show a token bucket (see refillProbe).
-	limiter    atomic.Pointer[sched.Limiter]
-	limCfg     sched.LimiterConfig
-	probe      refillProbe
-	continuous atomic.Bool
-	swapped    chan struct{}  // closed when the limiter is replaced
-	breaker    *sched.Breaker // nil when disabled
-	backoff    *sched.Backoff
+	// pacer paces requests by the limits configured and learned from the
+	// server's headers.
+	pacer   *sched.Pacer
+	breaker *sched.Breaker // nil when disabled
+	backoff *sched.Backoff
 
 	// outEstimate is a moving average of actual output tokens, used to
 	// reserve output capacity (max_tokens would over-reserve); guarded by mu.
@@ -77,26 +71,20 @@ func newUpstream(cfg *Config, u Upstream, m *metrics) (*upstream, error) {
 			})
 		}
 	}
-	refill := sched.Step
-	if u.ContinuousRefill {
-		refill = sched.Continuous
-	}
+	// --limit-window is the period of configured limits only; a learned
+	// limit's period is learned from the server's resets.
 	per := u.Window
 	if per <= 0 {
 		per = time.Minute
 	}
-	up.limCfg = sched.LimiterConfig{
-		Requests: sched.Rate{Limit: u.RPM, Per: per},
-		Input:    sched.Rate{Limit: u.ITPM, Per: per},
-		Output:   sched.Rate{Limit: u.OTPM, Per: per},
-		Total:    sched.Rate{Limit: u.TPM, Per: per},
-		Refill:   refill,
-	}
-	up.limiter.Store(sched.NewLimiter(up.limCfg))
-	up.swapped = make(chan struct{})
-	up.probe.window = per
-	up.probe.fixed = u.ContinuousRefill
-	up.continuous.Store(u.ContinuousRefill)
+	up.pacer = sched.NewPacer(sched.PacerConfig{
+		Requests:  sched.Rate{Limit: u.RPM, Per: per},
+		Input:     sched.Rate{Limit: u.ITPM, Per: per},
+		Output:    sched.Rate{Limit: u.OTPM, Per: per},
+		Total:     sched.Rate{Limit: u.TPM, Per: per},
+		AgingStep: cfg.AgingStep,
+		Now:       cfg.Now,
+	})
 	if !cfg.NoBreaker {
 		name := u.Name
 		up.breaker = sched.NewBreaker(sched.BreakerConfig{
@@ -141,100 +129,19 @@ func (u *upstream) observeOutput(n int64) {
 	u.mu.Unlock()
 }
 
-// observeLimits feeds a response's rate-limit headers to the limiter. Reset
-// times are taken as given: providers round them up (to the second), and
-// shifting them would move window boundaries, not just delay sends. A send
-// that still lands a moment early is refused with a 429 and retried.
-func (u *upstream) observeLimits(res *sched.Reservation, rl llmapi.RateLimits) {
-	obs := func(d sched.Dim, l llmapi.Limit) {
-		if !l.Known || l.Remaining < 0 {
-			return
+// observations converts a response's rate-limit headers into the pacer's
+// figures, per dimension.
+func observations(rl llmapi.RateLimits) [4]sched.Observation {
+	conv := func(l llmapi.Limit) sched.Observation {
+		if !l.Known {
+			return sched.Observation{Limit: -1, Remaining: -1}
 		}
-		reset := l.Reset
-		if u.continuous.Load() {
-			// A bucket's reset is when it will be full; the continuous
-			// model refills from the remaining count at the limit's rate
-			// instead of waiting for it.
-			reset = time.Time{}
-		}
-		res.Observe(d, l.Limit, l.Remaining, reset)
+		return sched.Observation{Limit: l.Limit, Remaining: l.Remaining, Reset: l.Reset, Precision: l.ResetPrecision, Relative: l.ResetRelative}
 	}
-	if u.probe.observe(rl.Requests) {
-		u.continuous.Store(true)
-		// The server refills continuously: from now on pace with a
-		// continuous bucket. Reservations on the old limiter settle there.
-		cfg := u.limCfg
-		cfg.Refill = sched.Continuous
-		lim := sched.NewLimiter(cfg)
-		// Primed with what the old model has left in its current window:
-		// it counted every request sent, where a single answer (which may
-		// be older than others already back) could not.
-		now := time.Now()
-		old := u.limiter.Load()
-		for _, x := range []struct {
-			d sched.Dim
-			l llmapi.Limit
-		}{{sched.Requests, rl.Requests}, {sched.InputTokens, rl.InputTokens}, {sched.OutputTokens, rl.OutputTokens}, {sched.TotalTokens, rl.Tokens}} {
-			if !x.l.Known || x.l.Limit <= 0 {
-				continue
-			}
-			avail := old.Stats(x.d, now).Available
-			if math.IsInf(avail, 1) || avail > float64(x.l.Limit) {
-				avail = float64(x.l.Limit)
-			}
-			lim.Observe(x.d, x.l.Limit, int64(max(avail, 0)), time.Time{}, now)
-		}
-		u.limiter.Store(lim)
-		close(u.swapped)
-	}
-	obs(sched.Requests, rl.Requests)
-	obs(sched.InputTokens, rl.InputTokens)
-	obs(sched.OutputTokens, rl.OutputTokens)
-	obs(sched.TotalTokens, rl.Tokens)
-}
-
-// refillProbe tells a token-bucket server from a fixed-window one by its
-// headers. In a fixed window the reset time stays put while the remaining
-// count falls, then jumps a whole window ahead; in a bucket the reset (when
-// the bucket will be full again) moves a little later with every request
-// taken. A few such small moves while the remaining count falls mean a
-// bucket. The default model (Step) is safe for both; the continuous one uses
-// a bucket's capacity better.
-type refillProbe struct {
-	window time.Duration
-	fixed  bool // decided, or configured continuous already
-
-	mu       sync.Mutex
-	last     llmapi.Limit
-	evidence int
-}
-
-// observe folds in one response's request-limit header and reports whether
-// the server was just found to refill continuously.
-func (p *refillProbe) observe(l llmapi.Limit) bool {
-	if !l.Known || l.Remaining < 0 || l.Reset.IsZero() {
-		return false
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.fixed {
-		return false
-	}
-	prev := p.last
-	p.last = l
-	if !prev.Known || prev.Limit != l.Limit || prev.Reset.IsZero() {
-		return false
-	}
-	moved := l.Reset.Sub(prev.Reset)
-	switch {
-	case l.Remaining < prev.Remaining && moved > 0 && moved < p.window/4:
-		p.evidence++
-	case l.Remaining < prev.Remaining && moved == 0:
-		p.evidence = 0 // a fixed window's reset stays put
-	}
-	if p.evidence >= 3 {
-		p.fixed = true
-		return true
-	}
-	return false
+	var o [4]sched.Observation
+	o[sched.Requests] = conv(rl.Requests)
+	o[sched.InputTokens] = conv(rl.InputTokens)
+	o[sched.OutputTokens] = conv(rl.OutputTokens)
+	o[sched.TotalTokens] = conv(rl.Tokens)
+	return o
 }

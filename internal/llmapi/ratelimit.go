@@ -15,6 +15,16 @@ type Limit struct {
 	Limit, Remaining int64
 	// Reset is when the dimension is full again; zero when unknown.
 	Reset time.Time
+	// ResetPrecision is the granularity the reset was written with: one
+	// second for "2025-08-21T12:40:59Z", "6m0s" or "30", a millisecond for
+	// "12ms" or "…T12:40:59.123Z". The server may have truncated, rounded
+	// or rounded up to it, so the true reset is within ResetPrecision of
+	// Reset either way. Zero when Reset is unknown.
+	ResetPrecision time.Duration
+	// ResetRelative reports a reset given as a delay (OpenAI's "6m0s"):
+	// Reset is the receive time plus the delay, and the server measured the
+	// delay when it wrote the headers, up to one round trip earlier.
+	ResetRelative bool
 	// Known reports whether any of the three values was reported.
 	Known bool
 }
@@ -86,8 +96,8 @@ func parseLimit(h http.Header, now time.Time, limitKey, remainingKey, resetKey s
 		l.Remaining, l.Known = n, true
 	}
 	if v := header(h, resetKey); v != "" {
-		if t := parseReset(v, now); !t.IsZero() {
-			l.Reset, l.Known = t, true
+		if t, prec, rel := parseResetPrecise(v, now); !t.IsZero() {
+			l.Reset, l.ResetPrecision, l.ResetRelative, l.Known = t, prec, rel, true
 		}
 	}
 	return l
@@ -111,28 +121,86 @@ func parseCount(v string) (int64, bool) {
 // parseReset reads a reset value in any of the forms providers send: an
 // RFC 3339 time, a Go duration ("1s", "6m0s", "12ms"), a number of seconds,
 // or unix seconds (a number past 1e9). Zero means unknown, as does a
-// non-positive delay.
+// negative delay; a zero delay is a reset now.
 func parseReset(v string, now time.Time) time.Time {
+	t, _, _ := parseResetPrecise(v, now)
+	return t
+}
+
+// parseResetPrecise is parseReset that also reports the value's precision
+// (see Limit.ResetPrecision) and whether it was a delay from now.
+func parseResetPrecise(v string, now time.Time) (t time.Time, prec time.Duration, relative bool) {
 	if len(v) > 0 && v[0] >= '0' && v[0] <= '9' && strings.IndexByte(v, 'T') > 0 {
 		if t, err := time.Parse(time.RFC3339, v); err == nil {
-			return t
+			return t, rfc3339Precision(v), false
 		}
 	}
 	if d, err := time.ParseDuration(v); err == nil {
-		if d <= 0 {
-			return time.Time{}
+		// "0s" is a window that ends within the precision from now.
+		if d < 0 {
+			return time.Time{}, 0, false
 		}
-		return now.Add(d)
+		return now.Add(d), durationPrecision(v), true
 	}
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil || f <= 0 || math.IsNaN(f) || math.IsInf(f, 0) {
-		return time.Time{}
+		return time.Time{}, 0, false
 	}
+	prec = decimalPrecision(v, time.Second)
 	if f >= 1e9 && f < 1e12 { // unix seconds
 		sec, frac := math.Modf(f)
-		return time.Unix(int64(sec), int64(frac*1e9)).UTC()
+		return time.Unix(int64(sec), int64(frac*1e9)).UTC(), prec, false
 	}
-	return now.Add(seconds(f))
+	return now.Add(seconds(f)), prec, true
+}
+
+// decimalPrecision is unit divided by ten for every digit after the
+// decimal point of the number v (unit itself for an integer), at least a
+// microsecond.
+func decimalPrecision(v string, unit time.Duration) time.Duration {
+	if e := strings.IndexAny(v, "eE"); e >= 0 {
+		v = v[:e]
+	}
+	dot := strings.IndexByte(v, '.')
+	if dot < 0 {
+		return unit
+	}
+	p := unit
+	for i := dot + 1; i < len(v) && v[i] >= '0' && v[i] <= '9' && p > time.Microsecond; i++ {
+		p /= 10
+	}
+	return max(p, time.Microsecond)
+}
+
+// rfc3339Precision is the precision of an RFC 3339 time: a second, or a
+// tenth of one per fractional digit.
+func rfc3339Precision(v string) time.Duration {
+	t := strings.IndexByte(v, 'T')
+	if dot := strings.IndexByte(v[t:], '.'); dot >= 0 {
+		return decimalPrecision("0"+v[t+dot:], time.Second)
+	}
+	return time.Second
+}
+
+// durationPrecision is the precision of a Go duration string: that of the
+// number in its last, smallest unit ("6m0s": a second; "17.28s": 10 ms;
+// "12ms": a millisecond).
+func durationPrecision(v string) time.Duration {
+	units := []struct {
+		suffix string
+		d      time.Duration
+	}{{"ns", time.Nanosecond}, {"us", time.Microsecond}, {"µs", time.Microsecond}, {"μs", time.Microsecond},
+		{"ms", time.Millisecond}, {"s", time.Second}, {"m", time.Minute}, {"h", time.Hour}}
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(v, u.suffix); ok {
+			i := len(num)
+			for i > 0 && (num[i-1] >= '0' && num[i-1] <= '9' || num[i-1] == '.') {
+				i--
+			}
+			return max(decimalPrecision(num[i:], u.d), time.Nanosecond)
+		}
+	}
+	return time.Second
 }
 
 // seconds converts a non-negative number of seconds to a Duration,

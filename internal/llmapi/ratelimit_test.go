@@ -18,7 +18,12 @@ func hdr(kv ...string) http.Header {
 }
 
 func lim(limit, remaining int64, reset time.Time) Limit {
-	return Limit{Limit: limit, Remaining: remaining, Reset: reset, Known: true}
+	return Limit{Limit: limit, Remaining: remaining, Reset: reset, ResetPrecision: time.Second, Known: true}
+}
+
+// rel is lim for a reset given as a delay, written with precision prec.
+func rel(limit, remaining int64, reset time.Time, prec time.Duration) Limit {
+	return Limit{Limit: limit, Remaining: remaining, Reset: reset, ResetPrecision: prec, ResetRelative: true, Known: true}
 }
 
 var unknown = Limit{Limit: -1, Remaining: -1}
@@ -49,8 +54,8 @@ func TestParseRateLimits(t *testing.T) {
 			"x-ratelimit-remaining-requests", "59", "x-ratelimit-remaining-tokens", "149984",
 			"x-ratelimit-reset-requests", "1s", "x-ratelimit-reset-tokens", "6m0s",
 			"x-ratelimit-limit-tokens_usage_based", "40000", "x-ratelimit-remaining-tokens_usage_based", "39880", "x-ratelimit-reset-tokens_usage_based", "180ms"),
-			RateLimits{Requests: lim(60, 59, testNow.Add(time.Second)), Tokens: lim(150000, 149984, testNow.Add(6*time.Minute)),
-				InputTokens: unknown, OutputTokens: unknown, TokensUsageBased: lim(40000, 39880, testNow.Add(180*time.Millisecond))}},
+			RateLimits{Requests: rel(60, 59, testNow.Add(time.Second), time.Second), Tokens: rel(150000, 149984, testNow.Add(6*time.Minute), time.Second),
+				InputTokens: unknown, OutputTokens: unknown, TokensUsageBased: rel(40000, 39880, testNow.Add(180*time.Millisecond), time.Millisecond)}},
 		{"azure negative means unknown", Azure, hdr(
 			"x-ratelimit-remaining-requests", "-1", "x-ratelimit-remaining-tokens", "0"),
 			RateLimits{Requests: unknown, Tokens: Limit{Limit: -1, Remaining: 0, Known: true},
@@ -58,10 +63,11 @@ func TestParseRateLimits(t *testing.T) {
 		{"compatible server with odd resets", OpenAICompatible, hdr(
 			"x-ratelimit-limit-requests", "100.0", "x-ratelimit-reset-requests", "30", "x-ratelimit-reset-tokens", "1755780059",
 			"x-ratelimit-remaining-tokens", "lots"),
-			RateLimits{Requests: lim(100, -1, testNow.Add(30*time.Second)), Tokens: Limit{Limit: -1, Remaining: -1, Reset: reset, Known: true},
+			RateLimits{Requests: rel(100, -1, testNow.Add(30*time.Second), time.Second), Tokens: Limit{Limit: -1, Remaining: -1, Reset: reset, ResetPrecision: time.Second, Known: true},
 				InputTokens: unknown, OutputTokens: unknown, TokensUsageBased: unknown}},
-		{"zero reset is unknown", OpenAI, hdr("x-ratelimit-reset-requests", "0s", "x-ratelimit-reset-tokens", "-3s"),
-			RateLimits{Requests: unknown, Tokens: unknown, InputTokens: unknown, OutputTokens: unknown, TokensUsageBased: unknown}},
+		{"zero reset is now, negative unknown", OpenAI, hdr("x-ratelimit-reset-requests", "0s", "x-ratelimit-reset-tokens", "-3s"),
+			RateLimits{Requests: Limit{Limit: -1, Remaining: -1, Reset: testNow, ResetPrecision: time.Second, ResetRelative: true, Known: true},
+				Tokens: unknown, InputTokens: unknown, OutputTokens: unknown, TokensUsageBased: unknown}},
 		{"gemini sends none", Gemini, hdr("x-ratelimit-limit-requests", "60"),
 			RateLimits{Requests: unknown, Tokens: unknown, InputTokens: unknown, OutputTokens: unknown, TokensUsageBased: unknown}},
 	}
@@ -73,6 +79,34 @@ func TestParseRateLimits(t *testing.T) {
 				t.Errorf("got  %+v\nwant %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestResetPrecision(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		v        string
+		prec     time.Duration
+		relative bool
+	}{
+		{"2025-08-21T12:40:59Z", time.Second, false},
+		{"2025-08-21T12:40:59.5Z", 100 * time.Millisecond, false},
+		{"2025-08-21T12:40:59.123+00:00", time.Millisecond, false},
+		{"6m0s", time.Second, true},
+		{"17.28s", 10 * time.Millisecond, true},
+		{"12ms", time.Millisecond, true},
+		{"1h", time.Hour, true},
+		{"30", time.Second, true},
+		{"2.5", 100 * time.Millisecond, true},
+		{"1755780059", time.Second, false},
+		{"1755780059.3", 100 * time.Millisecond, false},
+	}
+	for _, tt := range tests {
+		h := hdr("anthropic-ratelimit-requests-reset", tt.v)
+		l := ParseRateLimits(Anthropic, h, testNow).Requests
+		if l.Reset.IsZero() || l.ResetPrecision != tt.prec || l.ResetRelative != tt.relative {
+			t.Errorf("%q: reset %v precision %v relative %v; want precision %v relative %v", tt.v, l.Reset, l.ResetPrecision, l.ResetRelative, tt.prec, tt.relative)
+		}
 	}
 }
 

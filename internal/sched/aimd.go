@@ -13,20 +13,21 @@ const (
 	// nothing about load). Its time to first byte is still compared with
 	// the target.
 	Success Signal = iota
-	// Congestion is a 429, 529, 5xx, or a timeout or connection failure
-	// before the first byte.
+	// Congestion is a 529, 5xx, or a timeout or connection failure before
+	// the first byte.
 	Congestion
 	// Neutral outcomes (a request cancelled by its client, a 4xx caused by
-	// the request itself) change nothing.
+	// the request itself, a 429) change nothing. A 429 is the rate limit
+	// speaking, not load: the rate model pauses for it, and cutting
+	// concurrency as well would only slow the windows that follow.
 	Neutral
 )
 
-// SignalOf maps an HTTP status code to a Signal: 429, 529 and 5xx are
-// Congestion, other 4xx are Neutral, the rest Success. A spend-limit 429 is
-// not congestion; the caller must classify it as Neutral itself.
+// SignalOf maps an HTTP status code to a Signal: 529 and 5xx are
+// Congestion, 4xx (429 included) are Neutral, the rest Success.
 func SignalOf(status int) Signal {
 	switch {
-	case status == 429 || status >= 500:
+	case status >= 500:
 		return Congestion
 	case status >= 400:
 		return Neutral

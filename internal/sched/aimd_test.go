@@ -11,7 +11,7 @@ func TestSignalOf(t *testing.T) {
 	for status, want := range map[int]Signal{
 		200: Success, 204: Success, 304: Success,
 		400: Neutral, 401: Neutral, 404: Neutral, 413: Neutral,
-		429: Congestion, 500: Congestion, 502: Congestion, 503: Congestion, 529: Congestion,
+		429: Neutral, 500: Congestion, 502: Congestion, 503: Congestion, 529: Congestion,
 	} {
 		if got := SignalOf(status); got != want {
 			t.Errorf("SignalOf(%d) = %d, want %d", status, got, want)

@@ -43,19 +43,23 @@ func BenchmarkGateContended(b *testing.B) {
 	})
 }
 
-func BenchmarkLimiterReserve(b *testing.B) {
-	l := NewLimiter(LimiterConfig{
-		Requests: Rate{Limit: 1 << 30}, Input: Rate{Limit: 1 << 40},
-		Output: Rate{Limit: 1 << 40}, Total: Rate{Limit: 1 << 40},
-	})
-	now := t0
-	cost := Cost{Requests: 1, Input: 5000, Output: 1024}
-	actual := Cost{Requests: 1, Input: 5000, Output: 150}
+func BenchmarkPacerWaitAnswer(b *testing.B) {
+	p := NewPacer(PacerConfig{Requests: Rate{Limit: 1 << 30}, Input: Rate{Limit: 1 << 40},
+		Output: Rate{Limit: 1 << 40}, Total: Rate{Limit: 1 << 40}})
+	defer p.Close()
+	ctx := context.Background()
+	ask := Ask{Agent: "agent-1", Cost: Cost{Requests: 1, Input: 5000, Output: 1024}}
+	none := Observation{Limit: -1, Remaining: -1}
+	obs := [4]Observation{none, none, none, none}
 	b.ReportAllocs()
 	for b.Loop() {
-		now = now.Add(time.Millisecond)
-		r := l.Reserve(now, cost)
-		r.Commit(now, actual)
+		g, err := p.Wait(ctx, ask)
+		if err != nil {
+			b.Fatal(err)
+		}
+		now := time.Now()
+		g.Sent(now)
+		g.Answer(now, obs, true)
 	}
 }
 
@@ -87,17 +91,19 @@ func BenchmarkBudgetReserveCommit(b *testing.B) {
 }
 
 // BenchmarkPath is one request's whole trip through the primitives, as the
-// gateway makes it: budget, breaker, limiter, gate, then settling all.
+// gateway makes it: budget, breaker, pacer, gate, then settling all.
 func BenchmarkPath(b *testing.B) {
 	budget := NewBudget(1 << 62)
 	br := NewBreaker(BreakerConfig{})
-	l := NewLimiter(LimiterConfig{Requests: Rate{Limit: 1 << 30}, Input: Rate{Limit: 1 << 40}, Output: Rate{Limit: 1 << 40}})
+	l := NewPacer(PacerConfig{Requests: Rate{Limit: 1 << 30}, Input: Rate{Limit: 1 << 40}, Output: Rate{Limit: 1 << 40}})
+	defer l.Close()
+	none := Observation{Limit: -1, Remaining: -1}
+	obs := [4]Observation{none, none, none, none}
+	ask := Ask{Agent: "agent-1", Class: 1, Cost: Cost{Requests: 1, Input: 5000, Output: 1024}}
 	g := NewGate(GateConfig{Limit: 64, PerAgent: 8, AgingStep: time.Second})
 	a := NewAIMD(AIMDConfig{Initial: 64, Max: 64, Target: g})
 	ctx := context.Background()
 	req := Request{Agent: "agent-1", Class: 1, Cost: 6024}
-	cost := Cost{Requests: 1, Input: 5000, Output: 1024}
-	actual := Cost{Requests: 1, Input: 5000, Output: 150}
 	now := t0
 	b.ReportAllocs()
 	for b.Loop() {
@@ -110,7 +116,11 @@ func BenchmarkPath(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		r := l.Reserve(now, cost)
+		r, err := l.Wait(ctx, ask)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Sent(now)
 		t, err := g.Acquire(ctx, req)
 		if err != nil {
 			b.Fatal(err)
@@ -118,7 +128,7 @@ func BenchmarkPath(b *testing.B) {
 		t.Release()
 		p.Record(now, true)
 		a.Record(now, Success, 300*time.Millisecond)
-		r.Commit(now, actual)
+		r.Answer(now, obs, true)
 		hold.Commit(5150)
 	}
 }

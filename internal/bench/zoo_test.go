@@ -1,0 +1,70 @@
+package bench
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// zooTestSeeds are seeds whose upstreams have short windows, so the zoo
+// runs in seconds in make test; make bench runs 50 and more.
+func zooTestSeeds(n int) []uint64 {
+	var seeds []uint64
+	for s := uint64(1); len(seeds) < n; s++ {
+		if m := NewZooModel(s); m.Period >= 2*time.Second && m.Period <= 3*time.Second {
+			seeds = append(seeds, s)
+		}
+	}
+	return seeds
+}
+
+// TestZoo runs mock agents through the gateway against a few randomised
+// upstreams it was not told anything about: wherever the load fits the
+// limit within the agents' timeout no agent dies and no pacing wait reaches
+// the timeout, and the upstream's 429s are at most 2 % of the requests.
+// (Wall time against the rate-limit bound is a performance target: `apiary
+// bench gateway --zoo` measures it over 50 seeds and more.)
+func TestZoo(t *testing.T) {
+	t.Parallel()
+	seeds := zooTestSeeds(6)
+	if s := os.Getenv("APIARY_ZOO_SEEDS"); s != "" {
+		seeds = nil
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.ParseUint(f, 10, 64)
+			if err != nil {
+				t.Fatalf("APIARY_ZOO_SEEDS: %v", err)
+			}
+			seeds = append(seeds, n)
+		}
+	}
+	res, err := RunZoo(t.Context(), ZooOptions{Seeds: seeds, Timeout: time.Minute, Parallel: 6, Progress: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok, r429 int64
+	for _, r := range res {
+		ok += r.Requests
+		r429 += r.Upstream.RateLimited
+		if !r.Fits {
+			continue
+		}
+		if r.Dead > 0 {
+			t.Errorf("seed %d (%s): %d of %d agents died: %s", r.Model.Seed, r.Model, r.Dead, r.Agents, r.FirstError)
+		}
+		if r.MaxTurnS >= time.Minute.Seconds() {
+			t.Errorf("seed %d: a turn took %.1fs", r.Model.Seed, r.MaxTurnS)
+		}
+	}
+	if share := float64(r429) / float64(max(ok, 1)); share > 0.02 {
+		t.Errorf("upstream 429s: %d for %d requests (%.1f%%)", r429, ok, 100*share)
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

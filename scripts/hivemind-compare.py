@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Run HIVEMIND's own evaluation harness against three targets, side by side.
+
+HIVEMIND's evaluation/ (its mock API, mock agents, scenarios and harness) is
+used as it is, from a checkout named by $HIVEMIND_DIR (nothing of it is kept in
+this repository). For each scenario and seed the harness runs its mock agents
+
+  direct    against its mock API,
+  hivemind  through HIVEMIND's own proxy (the harness's use_hivemind=True path),
+  apiary    through `apiary gateway` ($APIARY_BIN), started on the port the
+            harness allocated for the proxy, with the scenario's concurrency.
+
+The only thing this driver changes is what the harness cannot be told: the
+mock API's window length (--window; HIVEMIND's own runs use 60 s). It prints a
+progress line per run on stderr and one JSON object per run on stdout.
+
+Usage:
+  HIVEMIND_DIR=/path/to/hivemind APIARY_BIN=bin/apiary \
+    python3 scripts/hivemind-compare.py --modes direct,hivemind,apiary --window 60 > runs.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import time
+
+HIVEMIND_DIR = os.environ.get("HIVEMIND_DIR")
+if not HIVEMIND_DIR:
+    sys.exit("hivemind-compare: set HIVEMIND_DIR to a checkout of HIVEMIND (the directory holding evaluation/ and src/)")
+sys.path[:0] = [HIVEMIND_DIR, os.path.join(HIVEMIND_DIR, "src")]
+
+import httpx  # noqa: E402
+
+import evaluation.harness as harness  # noqa: E402
+from evaluation.mock_api import MockAPIServer  # noqa: E402
+from evaluation.scenarios import ALL_SCENARIOS  # noqa: E402
+
+SCENARIOS = ["micro-5", "micro-10", "micro-20", "micro-50", "replay-11", "stress", "latency-spike"]
+
+
+MOCKS: list = []  # the mock APIs started, for their first window's start
+
+
+def windowed_server(window: float):
+    """MockAPIServer whose fixed window lasts window seconds instead of 60."""
+
+    class Windowed(MockAPIServer):
+        def __init__(self, config=None):
+            super().__init__(config)
+            self._rate_state.window_seconds = window
+            self._rate_state_started = self._rate_state.window_start
+            MOCKS.append(self)
+
+    return Windowed
+
+
+class ApiaryHarness(harness.BenchmarkHarness):
+    """The harness, with `apiary gateway` where it would start HIVEMIND's proxy."""
+
+    def __init__(self, binary: str, log_path: str) -> None:
+        super().__init__()
+        self.binary = binary
+        self.log_path = log_path
+        self.proc: subprocess.Popen | None = None
+
+    async def _start_proxy(self, scenario) -> None:
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [self.binary, "gateway",
+             "--listen", f"127.0.0.1:{self._proxy_port}",
+             "--upstream", f"anthropic=http://127.0.0.1:{self._api_port}",
+             "--max-concurrency", str(scenario.hm_max_concurrency),
+             "--ledger", os.path.join(os.path.dirname(self.log_path) or ".", f"ledger-{self._proxy_port}.db"),
+             "--log-level", "warn"],
+            stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+        url = f"http://127.0.0.1:{self._proxy_port}/_apiary/health"
+        deadline = time.monotonic() + 10
+        async with httpx.AsyncClient() as client:
+            while time.monotonic() < deadline:
+                try:
+                    if (await client.get(url, timeout=1.0)).status_code == 200:
+                        return
+                except (httpx.ConnectError, httpx.ReadError):
+                    pass
+                await asyncio.sleep(0.05)
+        raise TimeoutError("apiary gateway did not become ready")
+
+    async def _stop_all(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+        await super()._stop_all()
+
+
+def floor_seconds(scenario, succeeded: int, window: float, first_left: float) -> float:
+    """The least wall time any proxy could need: the successful requests cannot
+    outrun the limit (the last of them goes in window ceil(S/L); the mock's
+    first window began when it started, first_left seconds before the agents'
+    start; each later one begins at its first request), and no agent can
+    finish faster than its turns at the mock's base latency plus the mock
+    agent's 50 ms pause between turns."""
+    windows = math.ceil(succeeded / scenario.api_requests_per_minute) if succeeded else 0
+    rate = first_left + (windows - 2) * window if windows >= 2 else 0.0
+    chain = scenario.agent_turns * scenario.api_base_latency_ms / 1000 + (scenario.agent_turns - 1) * 0.05
+    return max(rate + scenario.api_base_latency_ms / 1000, chain)
+
+
+async def run_one(name: str, mode: str, window: float, seed: int, binary: str, logdir: str) -> dict:
+    scenario = ALL_SCENARIOS[name]()
+    harness.MockAPIServer = windowed_server(window)
+    MOCKS.clear()
+    random.seed(seed)
+    if mode == "apiary":
+        h = ApiaryHarness(binary, os.path.join(logdir, f"apiary-{name}-{int(window)}s-{seed}.log"))
+        res = await h.run_scenario(scenario, use_hivemind=True)
+    else:
+        h = harness.BenchmarkHarness()
+        res = await h.run_scenario(scenario, use_hivemind=(mode == "hivemind"))
+    s = res.summary()
+    s["mode"] = mode
+    s["window_s"] = window
+    s["seed"] = seed
+    api = res.mock_api_stats or {}
+    s["upstream_requests"] = api.get("total_requests")
+    s["upstream_429"] = api.get("total_rate_limited")
+    s["upstream_errors"] = api.get("total_errors")
+    first_left = window - (res.started_at - MOCKS[0]._rate_state_started) if MOCKS else window
+    s["floor_s"] = round(floor_seconds(scenario, res.total_succeeded, window, first_left), 2)
+    s["wall_over_floor"] = round(res.wall_time_s / s["floor_s"], 3) if s["floor_s"] else None
+    s["errors"] = sorted({e for r in res.agent_results for e in r.errors})[:5]
+    return s
+
+
+async def main_async(args) -> None:
+    names = SCENARIOS if args.scenarios == "all" else args.scenarios.split(",")
+    modes = args.modes.split(",")
+    os.makedirs(args.logdir, exist_ok=True)
+    total = len(names) * len(modes) * len(args.seeds)
+    done = 0
+    t0 = time.monotonic()
+    for seed in args.seeds:
+        for name in names:
+            for mode in modes:
+                print(f"hivemind-compare: [{done + 1}/{total}] {name} {mode} window={args.window:g}s seed={seed} "
+                      f"({time.monotonic() - t0:.0f}s elapsed)", file=sys.stderr, flush=True)
+                s = await run_one(name, mode, args.window, seed, args.binary, args.logdir)
+                done += 1
+                print(f"hivemind-compare:   {name} {mode}: {s['agents_dead']}/{s['num_agents']} dead, "
+                      f"wall {s['wall_time_s']:.1f}s (floor {s['floor_s']:.1f}s), 429s {s['upstream_429']}",
+                      file=sys.stderr, flush=True)
+                print(json.dumps(s), flush=True)
+                await asyncio.sleep(0.5)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--modes", default="direct,hivemind,apiary")
+    p.add_argument("--scenarios", default="all")
+    p.add_argument("--window", type=float, default=60.0, help="the mock API's window in seconds (HIVEMIND's: 60)")
+    p.add_argument("--seeds", type=lambda v: [int(x) for x in v.split(",")], default=[1])
+    p.add_argument("--binary", default=os.environ.get("APIARY_BIN", "bin/apiary"))
+    p.add_argument("--logdir", default=os.environ.get("OUT", "bench-results") + "/hivemind")
+    args = p.parse_args()
+    asyncio.run(main_async(args))
+
+
+if __name__ == "__main__":
+    main()
