@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apiary-dev/apiary/internal/gateway"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/plan"
 	"github.com/apiary-dev/apiary/internal/rundir"
@@ -153,6 +154,10 @@ func (f *runFlags) run(ctx context.Context, e *env, args []string) error {
 		cfg.Models = directAccess{baseURL: url, key: key}
 	default:
 		access, stop, err := startRunGateway(ctx, runGatewayLedger(root), url, key, e.stderr)
+		var nk *gateway.NoKeyError
+		if errors.As(err, &nk) {
+			return fmt.Errorf("the run's gateway to %s has no real API key (agents get virtual keys only): set APIARY_MODEL_KEY or ANTHROPIC_API_KEY, or pass --no-gateway", url)
+		}
 		if err != nil {
 			return err
 		}

@@ -89,13 +89,20 @@ func startRunGateway(ctx context.Context, ledgerPath, upstream, key string, logw
 	}
 	ledger := gateway.NewLedger(db)
 	g, err := gateway.New(ctx, gateway.Config{
-		Upstreams: []gateway.Upstream{{Name: "models", URL: upstream, APIKey: key}},
-		DB:        db, Ledger: ledger,
+		Upstreams: []gateway.Upstream{{Name: "models", URL: upstream, APIKey: key, APIKeyEnv: "APIARY_MODEL_KEY or ANTHROPIC_API_KEY"}},
+		// Agents hold virtual keys only: without the real key every request
+		// would fail (and agent CLIs retry for minutes), so refuse to start.
+		RequireAPIKeys: true,
+		DB:             db, Ledger: ledger,
 		Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		ledger.Close()
 		db.Close()
+		var nk *gateway.NoKeyError
+		if errors.As(err, &nk) {
+			return nil, nil, nk
+		}
 		return nil, nil, fmt.Errorf("run gateway: %w", err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -193,9 +193,6 @@ type Gateway struct {
 	proxy     *httputil.ReverseProxy
 	reqSeq    atomic.Uint64
 	reqPrefix string
-
-	mu     sync.Mutex
-	closed bool
 }
 
 var _ http.Handler = (*Gateway)(nil)
@@ -345,12 +342,10 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// Close stops accepting requests. In-flight requests finish; the caller
-// closes the Ledger afterwards.
+// Close releases the gateway's idle upstream connections. Stop the HTTP
+// server in front of it first (its Shutdown lets requests in flight
+// finish); the caller closes the Ledger afterwards.
 func (g *Gateway) Close() error {
-	g.mu.Lock()
-	g.closed = true
-	g.mu.Unlock()
 	if t, ok := g.cfg.Transport.(interface{ CloseIdleConnections() }); ok {
 		t.CloseIdleConnections()
 	}
