@@ -250,15 +250,15 @@ func abbreviate(ids []string, n int) string {
 func printPlanTail(w io.Writer, t *sim.PlanTail) error {
 	fmt.Fprintf(w, "\nspread: p90 = %g x estimate", t.P90Ratio)
 	if t.StragglerProb > 0 {
-		fmt.Fprintf(w, ", %s of attempts straggle %gx", pct(t.StragglerProb), t.StragglerFactor)
+		fmt.Fprintf(w, ", %s of attempts straggle %gx", sim.Pct(t.StragglerProb), t.StragglerFactor)
 	}
 	fmt.Fprintf(w, " (makespan: %d Monte Carlo trials, seed %d)\n", t.Trials, t.Seed)
 	row := func(name string, ps []sim.Percentile, mean float64) []string {
 		r := []string{name}
 		for _, pc := range ps {
-			r = append(r, percentile(sim.Percentile{Q: pc.Q, S: pc.S}))
+			r = append(r, sim.Percentile{Q: pc.Q, S: pc.S}.String())
 		}
-		return append(r, secs4(mean))
+		return append(r, sim.Secs4(mean))
 	}
 	head := []string{"makespan"}
 	for _, pc := range t.Makespan.Single {
@@ -273,7 +273,7 @@ func printPlanTail(w io.Writer, t *sim.PlanTail) error {
 	}
 	for _, tt := range t.Tasks {
 		rows = append(rows, row("  "+tt.ID+" once", tt.Single.Percentiles, tt.Single.MeanS),
-			row("  "+tt.ID+" "+describePolicy(tt.Policy), tt.WithPolicy.Percentiles, tt.WithPolicy.MeanS))
+			row("  "+tt.ID+" "+tt.Policy.String(), tt.WithPolicy.Percentiles, tt.WithPolicy.MeanS))
 	}
 	width := make([]int, len(head))
 	for _, r := range rows {
@@ -297,7 +297,7 @@ func printPlanTail(w io.Writer, t *sim.PlanTail) error {
 		fmt.Fprintln(w, b.String())
 	}
 	for _, tt := range t.Tasks {
-		fmt.Fprintf(w, "%s: attempt-seconds %s once, %s with its policy\n", tt.ID, secs4(tt.Single.AttemptS), secs4(tt.WithPolicy.AttemptS))
+		fmt.Fprintf(w, "%s: attempt-seconds %s once, %s with its policy\n", tt.ID, sim.Secs4(tt.Single.AttemptS), sim.Secs4(tt.WithPolicy.AttemptS))
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -121,7 +120,7 @@ measured M). FILE "-" reads standard input.`,
 				if *asJSON {
 					return writeJSON(e.stdout, r)
 				}
-				return printUSL(e.stdout, r)
+				return r.WriteText(e.stdout)
 			}
 		},
 	}
@@ -141,37 +140,6 @@ func readPoints(e *env, name string) ([]sim.Point, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return pts, nil
-}
-
-func printUSL(w io.Writer, r sim.USLReport) error {
-	var b strings.Builder
-	if r.Fit != nil {
-		fmt.Fprintf(&b, "fit:        %d points, rmse %.4g s, r2 %.4f\n", r.Fit.Points, r.Fit.RMSE, r.Fit.R2)
-	}
-	fmt.Fprintf(&b, "law:        f %.4g, sigma %.4g, kappa %.4g, T1 %.4g s\n", r.F, r.Sigma, r.Kappa, r.T1)
-	fmt.Fprintf(&b, "at M = %g:   speedup %.4g, T_M %.4g s\n", r.M, r.Speedup, r.TM)
-	if r.MStar != nil {
-		fmt.Fprintf(&b, "M*:         %.4g = sqrt((f-sigma)/kappa), speedup there %.4g\n", *r.MStar, *r.SpeedupAtMStar)
-	} else {
-		b.WriteString("M*:         unbounded (kappa = 0)\n")
-	}
-	if r.MPeak != nil {
-		fmt.Fprintf(&b, "peak:       speedup %.4g at M %.4g", *r.SpeedupAtMPeak, *r.MPeak)
-		if r.BestM != nil {
-			fmt.Fprintf(&b, "; best whole M %d (speedup %.4g)", *r.BestM, *r.SpeedupAtBestM)
-		}
-		b.WriteString("\n")
-		if r.MStar != nil && math.Abs(*r.MStar-*r.MPeak) > 0.01**r.MPeak {
-			b.WriteString("note:       M* (the model's formula) is not where this speedup curve peaks\n")
-		}
-	} else {
-		b.WriteString("peak:       none: speedup grows with M (sigma = kappa = 0)\n")
-	}
-	if r.SpeedupBound != nil {
-		fmt.Fprintf(&b, "bound:      speedup < 1/(1-f) = %.4g\n", *r.SpeedupBound)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 func simVoteCommand() *command {
@@ -205,15 +173,12 @@ any two voters' errors have correlation rho (beta-binomial model).`,
 					"                independent  correlated\n"+
 					"majority wrong  %11s  %10s\n"+
 					"all wrong       %11s  %10s\n",
-					r.M, r.P, r.Rho, pct(r.MajorityFailIndep), pct(r.MajorityFailCorr), pct(r.UnanimousFailIndep), pct(r.UnanimousFailCorr))
+					r.M, r.P, r.Rho, sim.Pct(r.MajorityFailIndep), sim.Pct(r.MajorityFailCorr), sim.Pct(r.UnanimousFailIndep), sim.Pct(r.UnanimousFailCorr))
 				return err
 			}
 		},
 	}
 }
-
-// pct renders a probability as a percentage to 3 significant figures.
-func pct(p float64) string { return fmt.Sprintf("%.3g%%", 100*p) }
 
 func simBarrierCommand() *command {
 	return &command{

@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"flag"
-	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -120,7 +118,7 @@ with 95% confidence intervals. --method monte-carlo simulates in any case.`,
 				if *asJSON {
 					return writeJSON(e.stdout, r)
 				}
-				return printTail(e.stdout, r)
+				return r.WriteText(e.stdout)
 			}
 		},
 	}
@@ -138,94 +136,4 @@ func parsePercentiles(s string) ([]float64, error) {
 		qs = append(qs, math.Round(v*1e10)/1e12)
 	}
 	return qs, nil
-}
-
-// describeLatency renders a latency model in a few words.
-func describeLatency(l sim.Latency) string {
-	s := fmt.Sprintf("median %s, p90 %s", secs4(l.MedianS), secs4(l.P90S))
-	if l.StragglerProb > 0 {
-		s += fmt.Sprintf(", %s straggle %gx", pct(l.StragglerProb), l.StragglerFactor)
-	}
-	return s
-}
-
-// describePolicy renders a policy in a few words.
-func describePolicy(p sim.TailPolicy) string {
-	if p.Kind == sim.PolicyKOfN {
-		return fmt.Sprintf("%d of %d attempts", p.K, p.N)
-	}
-	s := "hedge after " + secs4(p.AfterS)
-	if p.AfterQuantile > 0 {
-		s += fmt.Sprintf(" (the %g-quantile of one attempt)", p.AfterQuantile)
-	}
-	if p.Hedge != nil {
-		s += "; the hedge: " + describeLatency(*p.Hedge)
-	}
-	return s
-}
-
-// secs4 renders seconds to 4 significant figures, trailing zeros kept.
-func secs4(s float64) string { return sig4(s) + " s" }
-
-func sig4(x float64) string {
-	if x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {
-		return strconv.FormatFloat(x, 'g', 4, 64)
-	}
-	digits := 3 - int(math.Floor(math.Log10(math.Abs(x))))
-	switch {
-	case digits > 12:
-		return strconv.FormatFloat(x, 'g', 4, 64)
-	case digits < 0:
-		return strconv.FormatFloat(x, 'f', 0, 64) // whole seconds: more figures, never an exponent
-	}
-	return strconv.FormatFloat(x, 'f', digits, 64)
-}
-
-// percentile renders a percentile, with its confidence interval if any.
-func percentile(pc sim.Percentile) string {
-	if pc.S == nil {
-		return "never"
-	}
-	s := secs4(*pc.S)
-	if pc.Low95 != nil && pc.High95 != nil {
-		s += fmt.Sprintf(" [%s, %s]", sig4(*pc.Low95), sig4(*pc.High95))
-	}
-	return s
-}
-
-func printTail(w io.Writer, r *sim.TailReport) error {
-	fmt.Fprintf(w, "one attempt: %s", describeLatency(r.Latency))
-	if r.FailRate > 0 {
-		fmt.Fprintf(w, "; fails its gates with p %g", r.FailRate)
-	}
-	if r.Rho > 0 {
-		fmt.Fprintf(w, "; attempts share rho %g of log-variance", r.Rho)
-	}
-	fmt.Fprintf(w, "\npolicy: %s\nmethod: %s", describePolicy(r.Policy), strings.ReplaceAll(r.Method, "_", " "))
-	if r.Seed != nil {
-		fmt.Fprintf(w, " (%d trials, seed %d; 95%% intervals)", r.Trials, *r.Seed)
-	}
-	fmt.Fprintln(w)
-	rows := [][3]string{{"", "one attempt", strings.ReplaceAll(r.Policy.Kind, "_", " ")}}
-	for i, pc := range r.WithPolicy.Percentiles {
-		rows = append(rows, [3]string{"p" + strconv.FormatFloat(pc.Q*100, 'f', -1, 64), percentile(r.Single.Percentiles[i]), percentile(pc)})
-	}
-	rows = append(rows,
-		[3]string{"P(result)", pct(r.Single.PResult), pct(r.WithPolicy.PResult)},
-		[3]string{"mean", secs4(r.Single.MeanS), secs4(r.WithPolicy.MeanS)},
-		[3]string{"attempt-seconds", secs4(r.Single.AttemptS), secs4(r.WithPolicy.AttemptS)})
-	var width [3]int
-	for _, row := range rows {
-		for c, cell := range row {
-			width[c] = max(width[c], len(cell))
-		}
-	}
-	for _, row := range rows {
-		fmt.Fprintf(w, "%-*s  %*s  %*s\n", width[0], row[0], width[1], row[1], width[2], row[2])
-	}
-	fmt.Fprintf(w, "attempt-seconds under the policy: %+.1f%% of one attempt's\n", 100*(r.WithPolicy.AttemptS/r.Single.AttemptS-1))
-	if r.HedgeRate != nil {
-		fmt.Fprintf(w, "the hedge starts for %s of tasks\n", pct(*r.HedgeRate))
-	}
-	return nil
 }

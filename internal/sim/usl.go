@@ -1,7 +1,10 @@
 package sim
 
 import (
+	"fmt"
+	"io"
 	"math"
+	"strings"
 )
 
 // USL is the universal scalability law with an Amdahl serial fraction, as
@@ -149,4 +152,36 @@ func (u USL) Analyze(t1, m float64) (USLReport, error) {
 		r.SpeedupBound = finite(1 / (1 - u.F))
 	}
 	return r, nil
+}
+
+// WriteText prints the report for people.
+func (r USLReport) WriteText(w io.Writer) error {
+	var b strings.Builder
+	if r.Fit != nil {
+		fmt.Fprintf(&b, "fit:        %d points, rmse %.4g s, r2 %.4f\n", r.Fit.Points, r.Fit.RMSE, r.Fit.R2)
+	}
+	fmt.Fprintf(&b, "law:        f %.4g, sigma %.4g, kappa %.4g, T1 %.4g s\n", r.F, r.Sigma, r.Kappa, r.T1)
+	fmt.Fprintf(&b, "at M = %g:   speedup %.4g, T_M %.4g s\n", r.M, r.Speedup, r.TM)
+	if r.MStar != nil {
+		fmt.Fprintf(&b, "M*:         %.4g = sqrt((f-sigma)/kappa), speedup there %.4g\n", *r.MStar, *r.SpeedupAtMStar)
+	} else {
+		b.WriteString("M*:         unbounded (kappa = 0)\n")
+	}
+	if r.MPeak != nil {
+		fmt.Fprintf(&b, "peak:       speedup %.4g at M %.4g", *r.SpeedupAtMPeak, *r.MPeak)
+		if r.BestM != nil {
+			fmt.Fprintf(&b, "; best whole M %d (speedup %.4g)", *r.BestM, *r.SpeedupAtBestM)
+		}
+		b.WriteString("\n")
+		if r.MStar != nil && math.Abs(*r.MStar-*r.MPeak) > 0.01**r.MPeak {
+			b.WriteString("note:       M* (the model's formula) is not where this speedup curve peaks\n")
+		}
+	} else {
+		b.WriteString("peak:       none: speedup grows with M (sigma = kappa = 0)\n")
+	}
+	if r.SpeedupBound != nil {
+		fmt.Fprintf(&b, "bound:      speedup < 1/(1-f) = %.4g\n", *r.SpeedupBound)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
