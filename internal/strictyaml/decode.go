@@ -21,8 +21,9 @@ import (
 // "true"); numbers decode into integer fields only when integral and in
 // range; booleans are true and false only. A type implementing
 // encoding.TextUnmarshaler decodes from a scalar's text. An interface{}
-// field gets the generic tree of Value. A null leaves its target as it
-// was. An empty document decodes to nothing.
+// field gets the generic tree of Value. A null sets its target to the
+// zero value; a key left out leaves it as it was, so decoding into a
+// filled value merges into it. An empty document decodes to nothing.
 func (d *Document) Decode(out any) error {
 	v := reflect.ValueOf(out)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
@@ -48,7 +49,11 @@ func (d *decoder) pop()       { d.path = d.path[:len(d.path)-1] }
 var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 
 func (d *decoder) decode(n *node, v reflect.Value) {
-	if n.kind == nullKind || d.c.full() {
+	if d.c.full() {
+		return
+	}
+	if n.kind == nullKind {
+		v.SetZero()
 		return
 	}
 	if v.Kind() != reflect.Pointer && v.CanAddr() && v.Addr().Type().Implements(textUnmarshaler) {

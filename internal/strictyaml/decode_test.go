@@ -146,6 +146,20 @@ name: ok
 	}
 }
 
+// TestDecodeMerges: keys left out keep the target's values; a null
+// resets one.
+func TestDecodeMerges(t *testing.T) {
+	t.Parallel()
+	on := true
+	s := sample{Name: "keep", Count: 1, Tags: []string{"x"}, Opt: &on, Env: map[string]int{"A": 1}}
+	if err := mustParse(t, "count: 2\ntags: ~\nopt: null\nenv: {B: 2}\n").Decode(&s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "keep" || s.Count != 2 || s.Tags != nil || s.Opt != nil || !reflect.DeepEqual(s.Env, map[string]int{"A": 1, "B": 2}) {
+		t.Errorf("merged %+v", s)
+	}
+}
+
 func TestDecodeRejectsBadTargets(t *testing.T) {
 	t.Parallel()
 	d := mustParse(t, "a: 1\n")

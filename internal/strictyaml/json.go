@@ -8,6 +8,17 @@ import (
 	"strconv"
 )
 
+// ParseAuto reads a file that may be JSON or YAML: JSON (ParseJSON) when
+// its first byte after a byte-order mark and blanks is '{', YAML (Parse)
+// otherwise. A YAML flow mapping at the top ("{a: 1}") is therefore read
+// as JSON, and refused.
+func ParseAuto(file string, data []byte, opt Options) (*Document, error) {
+	if t := bytes.TrimLeft(bytes.TrimPrefix(data, []byte("\ufeff")), " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		return ParseJSON(file, data, opt)
+	}
+	return Parse(file, data, opt)
+}
+
 // ParseJSON reads one JSON document strictly into a Document: no
 // duplicate keys, no trailing data, bounded size and depth. YAML would
 // accept most JSON, but also trailing commas and text after the document,

@@ -212,6 +212,27 @@ func TestPathForms(t *testing.T) {
 	}
 }
 
+func TestParseAuto(t *testing.T) {
+	t.Parallel()
+	for src, want := range map[string]string{
+		"\ufeff \n{\"a\": \"x\\/y\"}": `{"a":"x/y"}`, // JSON: YAML has no \/ escape
+		"a: [1]\n":                      `{"a":[1]}`,
+		"[1, 2]\n":                      `[1,2]`,
+	} {
+		d, err := ParseAuto("t", []byte(src), Options{})
+		if err != nil {
+			t.Errorf("%q: %v", src, err)
+			continue
+		}
+		if got := toJSON(t, d.Value()); got != want {
+			t.Errorf("%q: %s, want %s", src, got, want)
+		}
+	}
+	if _, err := ParseAuto("t", []byte(`{"a": 1,}`), Options{}); !errors.Is(err, ErrSyntax) {
+		t.Errorf("a trailing comma in JSON: %v", err)
+	}
+}
+
 func TestParseJSON(t *testing.T) {
 	t.Parallel()
 	src := "\ufeff{\n\t\"version\": 1,\n\t\"a\": [\"x\\/y\", 1e400, {\"b\": null}]\n}"
