@@ -11,8 +11,8 @@ import (
 )
 
 // Schema is a compiled JSON Schema (draft 2020-12 unless the document
-// says otherwise), validated by github.com/santhosh-tekuri/jsonschema/v6;
-// see docs/decisions/D-6-json-schema.md. Compiling refuses keywords the
+// says otherwise), validated by github.com/santhosh-tekuri/jsonschema/v6
+// (decision: D-6). Compiling refuses keywords the
 // draft does not define, so a typo in a schema is an error rather than a
 // check silently not made, and "format" is asserted. A Schema is immutable
 // and safe for concurrent use.
