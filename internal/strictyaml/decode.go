@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -34,6 +35,24 @@ func (d *Document) Decode(out any) error {
 	}
 	dc := &decoder{c: &collector{file: d.file}, structs: map[reflect.Type]*structInfo{}}
 	dc.decode(d.root, v.Elem())
+	return dc.c.err()
+}
+
+// DecodeAt is Decode of the value at path alone, for a part whose Go type
+// is known only after the rest is decoded (a plug-in's options, say:
+// decode them into an interface{} field first, then here). Errors name the
+// whole path. A path that does not exist decodes nothing.
+func (d *Document) DecodeAt(path Path, out any) error {
+	v := reflect.ValueOf(out)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return fmt.Errorf("strictyaml: DecodeAt needs a non-nil pointer, got %T", out)
+	}
+	n := d.node(path)
+	if n == nil {
+		return nil
+	}
+	dc := &decoder{c: &collector{file: d.file}, structs: map[reflect.Type]*structInfo{}, path: slices.Clone(path)}
+	dc.decode(n, v.Elem())
 	return dc.c.err()
 }
 

@@ -160,6 +160,32 @@ func TestDecodeMerges(t *testing.T) {
 	}
 }
 
+// TestDecodeAt: a part decodes on its own, into a type chosen after the
+// rest, with errors located in the whole document.
+func TestDecodeAt(t *testing.T) {
+	t.Parallel()
+	d := mustParse(t, "plugins:\n  - name: a\n    with: {count: 2, bogus: 1}\n")
+	var top struct {
+		Plugins []struct {
+			Name string `yaml:"name"`
+			With any    `yaml:"with"`
+		} `yaml:"plugins"`
+	}
+	if err := d.Decode(&top); err != nil {
+		t.Fatal(err)
+	}
+	var opts struct {
+		Count int `yaml:"count"`
+	}
+	err := d.DecodeAt(Path{"plugins", 0, "with"}, &opts)
+	if err == nil || err.Error() != "t.yaml:3:22: plugins[0].with.bogus: unknown field (want one of count)" || opts.Count != 2 {
+		t.Errorf("err = %v, opts %+v", err, opts)
+	}
+	if err := d.DecodeAt(Path{"plugins", 1, "with"}, &opts); err != nil {
+		t.Errorf("a missing part: %v", err)
+	}
+}
+
 func TestDecodeRejectsBadTargets(t *testing.T) {
 	t.Parallel()
 	d := mustParse(t, "a: 1\n")

@@ -111,6 +111,32 @@ func (d *Document) Has(path Path) bool {
 	return ok
 }
 
+// node returns the value at path, or nil.
+func (d *Document) node(path Path) *node {
+	n := d.root
+	for _, k := range path {
+		if n == nil {
+			return nil
+		}
+		switch k := k.(type) {
+		case string:
+			f, ok := n.lookup(k)
+			if n.kind != mappingKind || !ok {
+				return nil
+			}
+			n = f.val
+		case int:
+			if n.kind != listKind || k < 0 || k >= len(n.items) {
+				return nil
+			}
+			n = n.items[k]
+		default:
+			return nil
+		}
+	}
+	return n
+}
+
 func (d *Document) find(path Path) (Pos, bool) {
 	best := Pos{Line: 1, Column: 1}
 	n := d.root

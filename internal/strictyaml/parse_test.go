@@ -216,8 +216,8 @@ func TestParseAuto(t *testing.T) {
 	t.Parallel()
 	for src, want := range map[string]string{
 		"\ufeff \n{\"a\": \"x\\/y\"}": `{"a":"x/y"}`, // JSON: YAML has no \/ escape
-		"a: [1]\n":                      `{"a":[1]}`,
-		"[1, 2]\n":                      `[1,2]`,
+		"a: [1]\n":                    `{"a":[1]}`,
+		"[1, 2]\n":                    `[1,2]`,
 	} {
 		d, err := ParseAuto("t", []byte(src), Options{})
 		if err != nil {
