@@ -1,21 +1,18 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/apiary-dev/apiary/internal/agent"
 	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/plan"
 	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/strictyaml"
 )
 
 // directAccess is attempt.ModelAccess without a gateway: every attempt gets
@@ -120,20 +117,13 @@ func loadAgents(path string) (map[string]plan.Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	// YAML (JSON is YAML) to JSON, then strictly into the plan's profile type.
-	var doc map[string]any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	js, err := json.Marshal(doc)
+	doc, err := strictyaml.ParseAuto(path, b, strictyaml.Options{MaxBytes: 1 << 20})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	var raw map[string]plan.Agent
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := doc.Decode(&raw); err != nil {
+		return nil, err
 	}
 	names := make([]string, 0, len(raw))
 	for n := range raw {
@@ -143,7 +133,8 @@ func loadAgents(path string) (map[string]plan.Agent, error) {
 	for _, n := range names {
 		a := raw[n]
 		if err := (agent.Profile{Name: n, Kind: a.Kind, Argv: a.Argv}).Validate(); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			at := doc.Pos(strictyaml.Path{n})
+			return nil, fmt.Errorf("%s:%d:%d: %w", path, at.Line, at.Column, err)
 		}
 	}
 	return raw, nil

@@ -2,20 +2,21 @@
 // errors, validation and defaults. The zero Config is valid and means "all
 // defaults"; Load fills defaults for fields the file leaves out.
 //
-// Every error names the file, the line and the field path, for example
-// `apiary.yaml:12: gateway.upstreams[0].url: must be an absolute http(s) URL`.
+// The file is read strictly (see internal/strictyaml): unknown fields,
+// wrong types and duplicate keys are errors. Every error names the file,
+// the line, the column and the field path, for example
+// `apiary.yaml:12:7: gateway.upstreams[0].url: must be an absolute http(s) URL`,
+// and every problem in a file is reported at once.
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"github.com/apiary-dev/apiary/internal/strictyaml"
 )
 
 // Config is the whole of apiary.yaml.
@@ -125,12 +126,9 @@ type Duration time.Duration
 // D returns the value as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
-// UnmarshalYAML parses a Go duration string.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	var s string
-	if err := n.Decode(&s); err != nil {
-		return err
-	}
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	s := string(b)
 	v, err := time.ParseDuration(s)
 	if err != nil {
 		return fmt.Errorf("not a duration (want e.g. 250ms, 30s, 2m): %q", s)
@@ -144,10 +142,11 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // Error is a configuration error at a place in a file.
 type Error struct {
-	File  string
-	Line  int // 0 when unknown
-	Field string
-	Msg   string
+	File   string
+	Line   int // 0 when unknown
+	Column int // 0 when unknown
+	Field  string
+	Msg    string
 }
 
 func (e *Error) Error() string {
@@ -156,6 +155,9 @@ func (e *Error) Error() string {
 		b.WriteString(e.File)
 		if e.Line > 0 {
 			fmt.Fprintf(&b, ":%d", e.Line)
+			if e.Column > 0 {
+				fmt.Fprintf(&b, ":%d", e.Column)
+			}
 		}
 		b.WriteString(": ")
 	}
@@ -199,36 +201,34 @@ func LoadFile(path string) (*Config, error) {
 	return Parse(path, data)
 }
 
+// maxFileSize bounds apiary.yaml.
+const maxFileSize = 1 << 20
+
 // Parse decodes and validates data; name labels errors.
 func Parse(name string, data []byte) (*Config, error) {
-	var root yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
-		return nil, Errors{yamlError(name, err)}
+	doc, err := strictyaml.Parse(name, data, strictyaml.Options{MaxBytes: maxFileSize})
+	if err != nil {
+		return nil, fromStrict(err)
 	}
 	cfg := &Config{}
-	d := &decoder{file: name, lines: map[string]int{}}
-	if root.Kind != 0 {
-		d.node(&root, "", cfg)
-		if len(d.errs) > 0 {
-			return nil, d.errs
-		}
+	if err := doc.Decode(cfg); err != nil {
+		return nil, fromStrict(err)
 	}
-	if errs := cfg.validate(name, d.lines); len(errs) > 0 {
+	if errs := cfg.validate(doc); len(errs) > 0 {
 		return nil, errs
 	}
 	return cfg, nil
 }
 
-// yamlError converts a yaml.v3 syntax error ("yaml: line 3: ...") into an
-// Error with the line.
-func yamlError(file string, err error) *Error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if n, rest, ok := strings.Cut(msg, ": "); ok {
-		if _, scanErr := fmt.Sscanf(n, "line %d", &line); scanErr == nil {
-			msg = rest
-		}
+// fromStrict converts strictyaml's Errors into this package's.
+func fromStrict(err error) error {
+	var ses strictyaml.Errors
+	if !errors.As(err, &ses) {
+		return err
 	}
-	return &Error{File: file, Line: line, Msg: msg}
+	out := make(Errors, len(ses))
+	for i, e := range ses {
+		out[i] = &Error{File: e.File, Line: e.Line, Column: e.Column, Field: e.Path.String(), Msg: e.Msg}
+	}
+	return out
 }

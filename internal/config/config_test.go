@@ -65,18 +65,21 @@ func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, in, want string
 	}{
-		{"unknown field", "gateway:\n  listn: x\n", "apiary.yaml:2: gateway.listn: unknown field"},
-		{"bad type", "gateway:\n  upstreams:\n    - name: a\n      url: http://x\n      max_concurrency: lots\n", "apiary.yaml:5: gateway.upstreams[0].max_concurrency: cannot unmarshal !!str `lots` into int"},
-		{"bad url", "gateway:\n  upstreams:\n    - name: a\n      url: api.anthropic.com\n", `apiary.yaml:4: gateway.upstreams[0].url: must be an absolute http(s) URL, got "api.anthropic.com"`},
-		{"missing name", "gateway:\n  upstreams:\n    - url: http://x\n", "gateway.upstreams[0].name: required"},
-		{"duplicate name", "gateway:\n  upstreams:\n    - {name: a, url: 'http://x'}\n    - {name: a, url: 'http://y'}\n", `apiary.yaml:4: gateway.upstreams[1].name: duplicate upstream name "a"`},
+		{"unknown field", "gateway:\n  listn: x\n", "apiary.yaml:2:3: gateway.listn: unknown field (want one of listen, ledger, upstreams,"},
+		{"bad type", "gateway:\n  upstreams:\n    - name: a\n      url: http://x\n      max_concurrency: lots\n", "apiary.yaml:5:24: gateway.upstreams[0].max_concurrency: cannot unmarshal !!str `lots` into int"},
+		{"bad url", "gateway:\n  upstreams:\n    - name: a\n      url: api.anthropic.com\n", `apiary.yaml:4:7: gateway.upstreams[0].url: must be an absolute http(s) URL, got "api.anthropic.com"`},
+		{"missing name", "gateway:\n  upstreams:\n    - url: http://x\n", "apiary.yaml:3:7: gateway.upstreams[0].name: required"},
+		{"duplicate name", "gateway:\n  upstreams:\n    - {name: a, url: 'http://x'}\n    - {name: a, url: 'http://y'}\n", `apiary.yaml:4:8: gateway.upstreams[1].name: duplicate upstream name "a"`},
 		{"bad provider", "gateway:\n  upstreams:\n    - {name: a, url: 'http://x', provider: cohere}\n", `gateway.upstreams[0].provider: unknown provider "cohere"`},
-		{"bad duration", "gateway:\n  retry:\n    base: soon\n", `apiary.yaml:3: gateway.retry.base: not a duration`},
-		{"negative budget", "gateway:\n  agents:\n    bob:\n      budget_usd: -1\n", "apiary.yaml:4: gateway.agents.bob.budget_usd: must not be negative"},
-		{"bad listen", "gateway:\n  listen: nocolon\n", "apiary.yaml:2: gateway.listen: must be HOST:PORT"},
+		{"bad duration", "gateway:\n  retry:\n    base: soon\n", `apiary.yaml:3:11: gateway.retry.base: not a duration`},
+		{"negative budget", "gateway:\n  agents:\n    bob:\n      budget_usd: -1\n", "apiary.yaml:4:7: gateway.agents.bob.budget_usd: must not be negative"},
+		{"bad listen", "gateway:\n  listen: nocolon\n", "apiary.yaml:2:3: gateway.listen: must be HOST:PORT"},
 		{"aimd decrease", "gateway:\n  aimd: {decrease: 1.5}\n", "gateway.aimd.decrease: must be between 0 and 1"},
-		{"syntax", "gateway: [\n", "apiary.yaml:"},
-		{"not a mapping", "gateway: 3\n", "apiary.yaml:1: gateway: must be a mapping"},
+		{"syntax", "gateway: [\n", "apiary.yaml:1: did not find expected node content"},
+		{"duplicate key", "gateway:\n  listen: a:1\n  listen: b:2\n", `apiary.yaml:3:3: gateway.listen: key "listen" given twice (first at line 2)`},
+		{"two documents", "gateway: {}\n---\nprices: {}\n", "apiary.yaml:2: a second YAML document"},
+		{"yes is not a boolean", "gateway:\n  retry: {disabled: yes}\n", "apiary.yaml:2:21: gateway.retry.disabled: must be true or false"},
+		{"not a mapping", "gateway: 3\n", "apiary.yaml:1:10: gateway: must be a mapping, not a number"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,6 +99,37 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("error = %q, want it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestParseReportsEveryProblem: decoding and validation problems come
+// back together, in file order.
+func TestParseReportsEveryProblem(t *testing.T) {
+	t.Parallel()
+	src := "gateway:\n  listn: x\n  upstreams:\n    - {name: a, url: 'ftp://x', max_concurrency: lots}\n  retry: {base: soon}\nprices:\n  m: {input: -1}\n"
+	_, err := Parse("apiary.yaml", []byte(src))
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("err = %v", err)
+	}
+	// Decoding problems stop before validation: validating half-decoded
+	// values would report their zero values as problems too.
+	want := []string{
+		"apiary.yaml:2:3: gateway.listn: unknown field",
+		"apiary.yaml:4:50: gateway.upstreams[0].max_concurrency: cannot unmarshal !!str `lots` into int",
+		"apiary.yaml:5:17: gateway.retry.base: not a duration",
+	}
+	if len(errs) != len(want) {
+		t.Fatalf("%d errors, want %d:\n%v", len(errs), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(errs[i].Error(), w) {
+			t.Errorf("errs[%d] = %q, want prefix %q", i, errs[i], w)
+		}
+	}
+	_, err = Parse("apiary.yaml", []byte("gateway:\n  upstreams:\n    - {name: a, url: 'ftp://x'}\n    - {url: 'http://y'}\nprices:\n  m: {input: -1}\n"))
+	if !errors.As(err, &errs) || len(errs) != 3 {
+		t.Fatalf("validation: err = %v, want 3 errors", err)
 	}
 }
 

@@ -89,17 +89,76 @@ func TestSchemaKeywords(t *testing.T) {
 func TestCompileSchemaRejects(t *testing.T) {
 	t.Parallel()
 	for _, doc := range []string{
-		`{"if": {"type": "string"}}`,          // unsupported keyword: never silently ignored
-		`{"type": "strnig"}`,                  // unknown type
-		`{"$ref": "#/$defs/missing"}`,         // dangling ref
-		`{"pattern": "("}`,                    // bad regexp
-		`{"minItems": -1}`,                    // bad count
-		`{"properties": {"a": {"enum": []}}}`, // empty enum
-		`[]`,                                  // not an object
+		`{"requird": ["a"]}`,                         // a typo is not silently ignored
+		`{"properties": {"a": {"maxLenght": 3}}}`,    // nor in a subschema
+		`{"items": {"anyOf": [{"tpye": "string"}]}}`, // nor deeper
+		`{"type": "strnig"}`,                         // unknown type
+		`{"$ref": "#/$defs/missing"}`,                // dangling ref
+		`{"pattern": "("}`,                           // bad regexp
+		`{"minItems": -1}`,                           // bad count
+		`{"properties": {"a": {"enum": []}}}`,        // empty enum
+		`[]`,                                         // not an object
 	} {
 		if _, err := CompileSchema("bad", []byte(doc)); !errors.Is(err, ErrSchemaInvalid) && !errors.Is(err, ErrSyntax) {
 			t.Errorf("CompileSchema(%s) = %v, want ErrSchemaInvalid", doc, err)
 		}
+	}
+}
+
+// TestSchemaDraftKeywords: keywords of the draft the hand-written
+// validator never had are enforced.
+func TestSchemaDraftKeywords(t *testing.T) {
+	t.Parallel()
+	s, err := CompileSchema("t", []byte(`{
+	  "type": "object",
+	  "if": {"required": ["kind"], "properties": {"kind": {"const": "command"}}},
+	  "then": {"required": ["argv"]},
+	  "patternProperties": {"^x-": {"type": "string"}},
+	  "dependentRequired": {"hedge_after_s": ["hedge_agent"]},
+	  "properties": {"when": {"type": "string", "format": "date-time"}}
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for doc, want := range map[string]string{
+		`{"kind": "command"}`:                ":required",
+		`{"x-note": 1}`:                      "x-note:type",
+		`{"hedge_after_s": 5}`:               ":dependentRequired",
+		`{"when": "yesterday"}`:              "when:format",
+		`{"kind": "command", "argv": ["a"]}`: "",
+	} {
+		var got []string
+		for _, v := range s.Validate(mustParse(t, doc)) {
+			got = append(got, FormatPath(v.Path)+":"+v.Keyword)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("%s: %v, want %s", doc, got, want)
+		}
+	}
+}
+
+// TestSchemaPropertyNamesLocation: a bad property name is reported at its
+// object, wherever later siblings are (v6 alone would misplace it).
+func TestSchemaPropertyNamesLocation(t *testing.T) {
+	t.Parallel()
+	s, err := CompileSchema("t", []byte(`{
+	  "type": "object",
+	  "additionalProperties": {
+	    "type": "object",
+	    "properties": {"env": {"type": "object", "propertyNames": {"pattern": "^[A-Z]+$"}}, "n": {"type": "integer"}}
+	  }
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := mustParse(t, `{"a": {"env": {"bad": 1, "OK": 2}, "n": 1}, "b": {"env": {"bad": 1}}, "c": {"env": {"GOOD": 1}, "n": "x"}, "d": {"env": {"also-bad": 1}}}`)
+	var got []string
+	for _, v := range s.Validate(doc) {
+		got = append(got, FormatPath(v.Path)+":"+v.Keyword)
+	}
+	want := []string{"a.env.bad:pattern", "b.env.bad:pattern", "c.n:type", "d.env.also-bad:pattern"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("violations %q, want %q", got, want)
 	}
 }
 

@@ -6,42 +6,13 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
+
+	"github.com/apiary-dev/apiary/internal/strictyaml"
 )
 
 // FormatPath renders a path as "tasks[2].deps[0].kind". Keys that are not
 // plain identifiers are quoted: agents["my.profile"].
-func FormatPath(path []any) string {
-	var b strings.Builder
-	for _, e := range path {
-		switch e := e.(type) {
-		case int:
-			fmt.Fprintf(&b, "[%d]", e)
-		case string:
-			if plainKey(e) {
-				if b.Len() > 0 {
-					b.WriteByte('.')
-				}
-				b.WriteString(e)
-			} else {
-				fmt.Fprintf(&b, "[%s]", strconv.Quote(e))
-			}
-		}
-	}
-	return b.String()
-}
-
-func plainKey(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
-}
+func FormatPath(path []any) string { return strictyaml.Path(path).String() }
 
 func hasType(v any, t string) bool {
 	switch t {

@@ -31,7 +31,7 @@ import (
 	"slices"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"github.com/apiary-dev/apiary/internal/strictyaml"
 )
 
 // ErrTaskSet is matched by every error about a task set's content.
@@ -93,8 +93,9 @@ var idPattern = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
 
 // Limits of a task set.
 const (
-	maxTasks      = 200
-	maxPromptSize = 64 << 10
+	maxTasks        = 200
+	maxPromptSize   = 64 << 10
+	maxManifestSize = 1 << 20
 )
 
 func setErr(dir, format string, args ...any) error {
@@ -114,24 +115,49 @@ func Load(dir string) (*TaskSet, error) {
 	return Parse(abs, data)
 }
 
+// manifest validates a decoded manifest; its errors are located in the
+// file.
+type manifest struct {
+	ts  *TaskSet
+	doc *strictyaml.Document
+}
+
+func (m *manifest) errf(path strictyaml.Path, format string, args ...any) error {
+	return fmt.Errorf("%w: %w", ErrTaskSet, m.doc.Errorf(ErrTaskSet, path, format, args...))
+}
+
 // Parse validates the manifest data of the task set in directory dir
-// (absolute) and reads its prompts.
+// (absolute) and reads its prompts. The manifest is read strictly (see
+// internal/strictyaml); every error names its line, column and field.
 func Parse(dir string, data []byte) (*TaskSet, error) {
-	ts := &TaskSet{Dir: dir}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(ts); err != nil {
-		return nil, setErr(ManifestName, "%v", err)
+	doc, err := strictyaml.Parse(ManifestName, data, strictyaml.Options{MaxBytes: maxManifestSize})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTaskSet, err)
+	}
+	ts := &TaskSet{}
+	if err := doc.Decode(ts); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTaskSet, err)
 	}
 	ts.Dir = dir
+	m := &manifest{ts: ts, doc: doc}
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	return ts, nil
+}
+
+type path = strictyaml.Path
+
+func (m *manifest) check() error {
+	ts := m.ts
 	if ts.Version != 1 {
-		return nil, setErr(ManifestName, "version must be 1, got %d", ts.Version)
+		return m.errf(path{"version"}, "must be 1, got %d", ts.Version)
 	}
 	if ts.Name == "" {
-		return nil, setErr(ManifestName, "name is required")
+		return m.errf(path{"name"}, "required")
 	}
-	if hasBlank(ts.Checks) {
-		return nil, setErr(ManifestName, "checks must not hold empty commands")
+	if i := blank(ts.Checks); i >= 0 {
+		return m.errf(path{"checks", i}, "must not be an empty command")
 	}
 	if ts.Repo == "" {
 		ts.Repo = "repo"
@@ -139,35 +165,42 @@ func Parse(dir string, data []byte) (*TaskSet, error) {
 	if ts.CheckTimeoutS == 0 {
 		ts.CheckTimeoutS = 600
 	}
-	if !(ts.CheckTimeoutS > 0 && ts.CheckTimeoutS <= 86400) || ts.Swarm.MaxParallel < 0 {
-		return nil, setErr(ManifestName, "check_timeout_s must be in (0, 86400] and swarm.max_parallel >= 0")
+	if !(ts.CheckTimeoutS > 0 && ts.CheckTimeoutS <= 86400) {
+		return m.errf(path{"check_timeout_s"}, "must be in (0, 86400], got %v", ts.CheckTimeoutS)
+	}
+	if ts.Swarm.MaxParallel < 0 {
+		return m.errf(path{"swarm", "max_parallel"}, "must not be negative")
 	}
 	var err error
-	if ts.Repo, err = ts.dirPath("repo", ts.Repo); err != nil {
-		return nil, err
+	if ts.Repo, err = m.dirPath(path{"repo"}, ts.Repo); err != nil {
+		return err
 	}
 	if len(ts.Tasks) == 0 || len(ts.Tasks) > maxTasks {
-		return nil, setErr(ManifestName, "want 1 to %d tasks, got %d", maxTasks, len(ts.Tasks))
+		return m.errf(path{"tasks"}, "want 1 to %d tasks, got %d", maxTasks, len(ts.Tasks))
 	}
-	ids := map[string]bool{}
+	ids := map[string]int{}
 	for i, t := range ts.Tasks {
-		where := fmt.Sprintf("tasks[%d]", i)
+		at := func(f ...any) path { return append(path{"tasks", i}, f...) }
 		if t == nil || !idPattern.MatchString(t.ID) || t.ID == SingleTaskID {
-			return nil, setErr(ManifestName, "%s: id must match [a-z0-9-]{1,64} and not be %q", where, SingleTaskID)
+			return m.errf(at("id"), "must match [a-z0-9-]{1,64} and not be %q", SingleTaskID)
 		}
-		where = "task " + t.ID
-		if ids[t.ID] {
-			return nil, setErr(ManifestName, "%s: duplicate id", where)
+		if j, dup := ids[t.ID]; dup {
+			return m.errf(at("id"), "task id %q already used by tasks[%d]", t.ID, j)
 		}
-		ids[t.ID] = true
+		ids[t.ID] = i
 		if len(t.WriteScope) == 0 {
-			return nil, setErr(ManifestName, "%s: write_scope is required", where)
+			return m.errf(at("write_scope"), "required")
 		}
 		if len(t.HiddenChecks) == 0 {
-			return nil, setErr(ManifestName, "%s: hidden_checks is required: a task is judged by checks its agent never sees", where)
+			return m.errf(at("hidden_checks"), "required: a task is judged by checks its agent never sees")
 		}
-		if hasBlank(t.WriteScope) || hasBlank(t.Checks) || hasBlank(t.HiddenChecks) {
-			return nil, setErr(ManifestName, "%s: write_scope, checks and hidden_checks must not hold empty entries", where)
+		for _, l := range []struct {
+			field string
+			list  []string
+		}{{"write_scope", t.WriteScope}, {"checks", t.Checks}, {"hidden_checks", t.HiddenChecks}} {
+			if j := blank(l.list); j >= 0 {
+				return m.errf(at(l.field, j), "must not be empty")
+			}
 		}
 		if t.EstimateS == 0 {
 			t.EstimateS = 60
@@ -175,73 +208,77 @@ func Parse(dir string, data []byte) (*TaskSet, error) {
 		if t.WallClockS == 0 {
 			t.WallClockS = 900
 		}
-		if !(t.EstimateS > 0 && t.EstimateS <= 1e6) || !(t.WallClockS > 0 && t.WallClockS <= 1e6) {
-			return nil, setErr(ManifestName, "%s: estimate_s and wall_clock_s must be in (0, 1e6]", where)
+		if !(t.EstimateS > 0 && t.EstimateS <= 1e6) {
+			return m.errf(at("estimate_s"), "must be in (0, 1e6], got %v", t.EstimateS)
+		}
+		if !(t.WallClockS > 0 && t.WallClockS <= 1e6) {
+			return m.errf(at("wall_clock_s"), "must be in (0, 1e6], got %v", t.WallClockS)
 		}
 		if t.Prompt == "" {
 			t.Prompt = filepath.Join("tasks", t.ID, "prompt.md")
 		}
-		p, err := ts.local(where+": prompt", t.Prompt)
+		p, err := m.local(at("prompt"), t.Prompt)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		b, err := os.ReadFile(p)
 		if err != nil || len(bytes.TrimSpace(b)) == 0 || len(b) > maxPromptSize {
-			return nil, setErr(ManifestName, "%s: prompt %s must be a readable, non-empty file under %d bytes", where, t.Prompt, maxPromptSize)
+			return m.errf(at("prompt"), "%s must be a readable, non-empty file under %d bytes", t.Prompt, maxPromptSize)
 		}
 		t.Prompt, t.PromptText = p, string(b)
 		if t.Hidden == "" {
 			t.Hidden = filepath.Join("tasks", t.ID, "hidden")
 		}
-		if t.Hidden, err = ts.local(where+": hidden", t.Hidden); err != nil {
-			return nil, err
+		if t.Hidden, err = m.local(at("hidden"), t.Hidden); err != nil {
+			return err
 		}
 		if fi, err := os.Stat(t.Hidden); err == nil && !fi.IsDir() {
-			return nil, setErr(ManifestName, "%s: hidden %s is not a directory", where, t.Hidden)
+			return m.errf(at("hidden"), "%s is not a directory", t.Hidden)
 		}
 	}
-	for _, t := range ts.Tasks {
-		for _, d := range t.Deps {
-			if !ids[d] || d == t.ID {
-				return nil, setErr(ManifestName, "task %s: unknown dependency %q", t.ID, d)
+	for i, t := range ts.Tasks {
+		for j, d := range t.Deps {
+			if _, ok := ids[d]; !ok || d == t.ID {
+				return m.errf(path{"tasks", i, "deps", j}, "unknown dependency %q", d)
 			}
 		}
 	}
 	if s := ts.Scripted; s != nil {
-		if s.Single, err = ts.dirPath("scripted.single", s.Single); err != nil {
-			return nil, err
+		if s.Single, err = m.dirPath(path{"scripted", "single"}, s.Single); err != nil {
+			return err
 		}
-		if s.Swarm, err = ts.dirPath("scripted.swarm", s.Swarm); err != nil {
-			return nil, err
+		if s.Swarm, err = m.dirPath(path{"scripted", "swarm"}, s.Swarm); err != nil {
+			return err
 		}
 		if !(s.DelayS >= 0 && s.DelayS <= 3600) {
-			return nil, setErr(ManifestName, "scripted.delay_s must be in [0, 3600]")
+			return m.errf(path{"scripted", "delay_s"}, "must be in [0, 3600]")
 		}
 	}
-	return ts, nil
+	return nil
 }
 
-// hasBlank reports whether any entry of list is empty or only spaces.
-func hasBlank(list []string) bool {
-	return slices.ContainsFunc(list, func(s string) bool { return strings.TrimSpace(s) == "" })
+// blank returns the index of the first entry of list that is empty or only
+// spaces, or -1.
+func blank(list []string) int {
+	return slices.IndexFunc(list, func(s string) bool { return strings.TrimSpace(s) == "" })
 }
 
 // local resolves a path of the manifest inside the task set.
-func (ts *TaskSet) local(field, p string) (string, error) {
+func (m *manifest) local(at path, p string) (string, error) {
 	if !filepath.IsLocal(p) {
-		return "", setErr(ManifestName, "%s: %q must be a relative path inside the task set", field, p)
+		return "", m.errf(at, "%q must be a relative path inside the task set", p)
 	}
-	return filepath.Join(ts.Dir, p), nil
+	return filepath.Join(m.ts.Dir, p), nil
 }
 
 // dirPath resolves a directory of the manifest and checks that it exists.
-func (ts *TaskSet) dirPath(field, p string) (string, error) {
-	abs, err := ts.local(field, p)
+func (m *manifest) dirPath(at path, p string) (string, error) {
+	abs, err := m.local(at, p)
 	if err != nil {
 		return "", err
 	}
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return "", setErr(ManifestName, "%s: %s is not a directory", field, p)
+		return "", m.errf(at, "%s is not a directory", p)
 	}
 	return abs, nil
 }

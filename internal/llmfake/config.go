@@ -1,12 +1,14 @@
 package llmfake
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
+
+	"github.com/apiary-dev/apiary/internal/strictyaml"
 )
 
 // ErrConfig is wrapped by every error about an invalid Config.
@@ -267,17 +269,6 @@ func (l Limits) MarshalJSON() ([]byte, error) {
 	return json.Marshal(limitsJSON{limitsPlain(l), jsonDuration(l.WindowLength)})
 }
 
-// UnmarshalJSON merges data into l; durations are strings like "60s".
-func (l *Limits) UnmarshalJSON(data []byte) error {
-	aux := limitsJSON{limitsPlain(*l), jsonDuration(l.WindowLength)}
-	if err := strictUnmarshal(data, &aux); err != nil {
-		return err
-	}
-	*l = Limits(aux.limitsPlain)
-	l.WindowLength = time.Duration(aux.WindowLength)
-	return nil
-}
-
 type faultsPlain Faults
 
 type faultsJSON struct {
@@ -294,24 +285,38 @@ func (f Faults) MarshalJSON() ([]byte, error) {
 		jsonDuration(f.SlowFirstByte), jsonDuration(f.EventDelay)})
 }
 
-// UnmarshalJSON merges data into f; durations are strings like "80ms".
-func (f *Faults) UnmarshalJSON(data []byte) error {
-	aux := faultsJSON{faultsPlain(*f), jsonDuration(f.Latency), jsonDuration(f.Jitter),
-		jsonDuration(f.SlowFirstByte), jsonDuration(f.EventDelay)}
-	if err := strictUnmarshal(data, &aux); err != nil {
-		return err
-	}
-	*f = Faults(aux.faultsPlain)
-	f.Latency, f.Jitter = time.Duration(aux.Latency), time.Duration(aux.Jitter)
-	f.SlowFirstByte, f.EventDelay = time.Duration(aux.SlowFirstByte), time.Duration(aux.EventDelay)
-	return nil
+type configPlain Config
+
+type configJSON struct {
+	configPlain
+	Limits limitsJSON `json:"limits"`
+	Faults faultsJSON `json:"faults"`
 }
 
-// strictUnmarshal decodes one JSON value, rejecting unknown fields.
-func strictUnmarshal(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+// UnmarshalJSON merges data into c: the fields it gives replace c's, a
+// null resets one, durations are strings like "80ms" or numbers of
+// milliseconds. It is strict (see internal/strictyaml): an unknown field,
+// a wrong type or a key given twice is an error, and every one is
+// reported with its line, column and field.
+func (c *Config) UnmarshalJSON(data []byte) error {
+	doc, err := strictyaml.ParseJSON("config", data, strictyaml.Options{MaxBytes: 1 << 20})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	l, f := c.Limits, c.Faults
+	aux := configJSON{configPlain(*c),
+		limitsJSON{limitsPlain(l), jsonDuration(l.WindowLength)},
+		faultsJSON{faultsPlain(f), jsonDuration(f.Latency), jsonDuration(f.Jitter), jsonDuration(f.SlowFirstByte), jsonDuration(f.EventDelay)}}
+	if err := doc.Decode(&aux); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	*c = Config(aux.configPlain)
+	c.Limits = Limits(aux.Limits.limitsPlain)
+	c.Limits.WindowLength = time.Duration(aux.Limits.WindowLength)
+	c.Faults = Faults(aux.Faults.faultsPlain)
+	c.Faults.Latency, c.Faults.Jitter = time.Duration(aux.Faults.Latency), time.Duration(aux.Faults.Jitter)
+	c.Faults.SlowFirstByte, c.Faults.EventDelay = time.Duration(aux.Faults.SlowFirstByte), time.Duration(aux.Faults.EventDelay)
+	return nil
 }
 
 // jsonDuration is a time.Duration written as "1.5s"; it also reads a number
@@ -322,24 +327,15 @@ func (d jsonDuration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Duration(d).String())
 }
 
-func (d *jsonDuration) UnmarshalJSON(b []byte) error {
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	switch v := v.(type) {
-	case string:
-		p, err := time.ParseDuration(v)
-		if err != nil {
-			return err
-		}
+func (d *jsonDuration) UnmarshalText(b []byte) error {
+	if p, err := time.ParseDuration(string(b)); err == nil {
 		*d = jsonDuration(p)
-	case float64:
-		*d = jsonDuration(v * float64(time.Millisecond))
-	case nil:
-		*d = 0
-	default:
-		return fmt.Errorf("duration must be a string like \"80ms\" or a number of milliseconds")
+		return nil
 	}
+	ms, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || math.IsInf(ms, 0) || math.IsNaN(ms) || math.Abs(ms) > float64(math.MaxInt64/int64(time.Millisecond)) {
+		return fmt.Errorf("%q is not a duration: want a string like \"80ms\" or a number of milliseconds", b)
+	}
+	*d = jsonDuration(ms * float64(time.Millisecond))
 	return nil
 }

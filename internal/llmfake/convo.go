@@ -18,10 +18,7 @@ const WorkingDirPattern = `(?m)^[ \t]*-?[ \t]*(?:Primary )?[Ww]orking directory:
 	`|<cwd>[ \t]*([^<\r\n]*?\S)[ \t]*</cwd>` +
 	`|Workspace Directories:\**[ \t]*\r?\n[ \t]*-[ \t]*(\S[^\r\n]*?)[ \t]*$`
 
-var (
-	workingDirRe = regexp.MustCompile(WorkingDirPattern)
-	yamlLineRe   = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-)
+var workingDirRe = regexp.MustCompile(WorkingDirPattern)
 
 // toolResult is the last tool result of one step of a conversation.
 type toolResult struct {

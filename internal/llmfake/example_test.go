@@ -60,5 +60,5 @@ func ExampleParseScripts_error() {
 	_, err := llmfake.ParseScripts("agent.yaml", []byte("turns:\n  - tool_calls:\n      - input: {command: ls}\n"))
 	fmt.Println(err)
 	// Output:
-	// agent.yaml:3: turns[0].tool_calls[0].name: required
+	// agent.yaml:3:9: turns[0].tool_calls[0].name: required
 }

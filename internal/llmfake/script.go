@@ -1,17 +1,16 @@
 package llmfake
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"github.com/apiary-dev/apiary/internal/strictyaml"
 )
 
 // ErrScript is wrapped by every *ScriptError.
@@ -19,10 +18,11 @@ var ErrScript = errors.New("llmfake: bad script")
 
 // ScriptError locates one mistake in a script file.
 type ScriptError struct {
-	File  string // as given to ParseScripts
-	Line  int    // 1-based; 0 if unknown
-	Field string // e.g. scripts[0].turns[3].tool_calls[0].name
-	Msg   string
+	File   string // as given to ParseScripts
+	Line   int    // 1-based; 0 if unknown
+	Column int    // 1-based; 0 if unknown
+	Field  string // e.g. scripts[0].turns[3].tool_calls[0].name
+	Msg    string
 }
 
 func (e *ScriptError) Error() string {
@@ -30,6 +30,9 @@ func (e *ScriptError) Error() string {
 	b.WriteString(e.File)
 	if e.Line > 0 {
 		b.WriteString(":" + strconv.Itoa(e.Line))
+		if e.Column > 0 {
+			b.WriteString(":" + strconv.Itoa(e.Column))
+		}
 	}
 	b.WriteString(": ")
 	if e.Field != "" {
@@ -166,8 +169,7 @@ type response struct {
 	gotoID string
 	next   int // resolved: index of the next turn; len(turns) ends
 
-	gotoNode *yaml.Node // parse time only
-	gotoPath string
+	gotoPath strictyaml.Path // parse time only
 }
 
 type callSpec struct {
@@ -187,218 +189,198 @@ func LoadScripts(path string) (*Scripts, error) {
 	return ParseScripts(path, data)
 }
 
-// ParseScripts parses a script file; name is used in error messages. Errors
-// are *ScriptError values (joined when there are several), each naming the
-// line and field.
+// maxScriptErrors bounds the problems reported for one file.
+const maxScriptErrors = 20
+
+// maxScriptSize bounds a script file.
+const maxScriptSize = 4 << 20
+
+// ParseScripts parses a script file; name is used in error messages. The
+// file is read strictly (see internal/strictyaml). Errors are *ScriptError
+// values (joined when there are several), each naming the line, column
+// and field.
 func ParseScripts(name string, data []byte) (*Scripts, error) {
-	p := &yparser{file: name}
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+	doc, err := strictyaml.Parse(name, data, strictyaml.Options{MaxBytes: maxScriptSize})
+	if err != nil {
+		return nil, fromStrict(err)
+	}
+	if doc.Empty() || doc.Value() == nil {
 		return nil, &ScriptError{File: name, Msg: "empty script file"}
-	} else if err != nil {
-		line := 0
-		msg := err.Error()
-		if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
-			line, _ = strconv.Atoi(m[1])
-			msg = m[2]
-		}
-		return nil, &ScriptError{File: name, Line: line, Msg: strings.TrimPrefix(msg, "yaml: ")}
 	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
+	var f fileSpec
+	if err := doc.Decode(&f); err != nil {
+		return nil, fromStrict(err)
 	}
-	s := p.parseFile(root)
+	p := &sparser{doc: doc}
+	s := p.file(&f)
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
 	}
 	return s, nil
 }
 
-type yparser struct {
-	file string
+// fromStrict converts strictyaml's errors into joined *ScriptErrors.
+func fromStrict(err error) error {
+	var ses strictyaml.Errors
+	if !errors.As(err, &ses) {
+		return fmt.Errorf("%w: %w", ErrScript, err)
+	}
+	var out []error
+	for _, e := range ses[:min(len(ses), maxScriptErrors)] {
+		out = append(out, &ScriptError{File: e.File, Line: e.Line, Column: e.Column, Field: e.Path.String(), Msg: e.Msg})
+	}
+	return errors.Join(out...)
+}
+
+// The file's shape, as decoded. Pointers and nil slices tell a field left
+// out from one given empty.
+type fileSpec struct {
+	SessionKey *string          `yaml:"session_key"`
+	Progress   *string          `yaml:"progress"`
+	Scripts    []scriptSpec     `yaml:"scripts"`
+	scriptSpec `yaml:",inline"` // a file of one script has its keys at the top
+}
+
+type scriptSpec struct {
+	Name  *string    `yaml:"name"`
+	Match *matchSpec `yaml:"match"`
+	Turns []turnSpec `yaml:"turns"`
+	Final *string    `yaml:"final"`
+}
+
+func (s *scriptSpec) given() bool {
+	return s.Name != nil || s.Match != nil || s.Turns != nil || s.Final != nil
+}
+
+type matchSpec struct {
+	APIKey      string            `yaml:"api_key"`
+	Headers     map[string]string `yaml:"headers"`
+	Model       *string           `yaml:"model"`
+	System      string            `yaml:"system"`
+	SystemRegex *string           `yaml:"system_regex"`
+	User        string            `yaml:"user"`
+	UserRegex   *string           `yaml:"user_regex"`
+	AnyRequest  bool              `yaml:"any_request"`
+}
+
+type turnSpec struct {
+	ID        *string      `yaml:"id"`
+	Text      *string      `yaml:"text"`
+	ToolCalls []toolSpec   `yaml:"tool_calls"`
+	Branches  []branchSpec `yaml:"branches"`
+	Goto      *string      `yaml:"goto"`
+}
+
+type toolSpec struct {
+	Name      *string `yaml:"name"`
+	ID        string  `yaml:"id"`
+	Namespace string  `yaml:"namespace"`
+	Input     any     `yaml:"input"`
+}
+
+type branchSpec struct {
+	When      *whenSpec  `yaml:"when"`
+	Text      *string    `yaml:"text"`
+	ToolCalls []toolSpec `yaml:"tool_calls"`
+	Goto      *string    `yaml:"goto"`
+}
+
+type whenSpec struct {
+	Contains *string `yaml:"contains"`
+	Regex    *string `yaml:"regex"`
+	IsError  *bool   `yaml:"is_error"`
+}
+
+type fieldPath = strictyaml.Path
+
+// at returns p extended by elems, never sharing p's array.
+func at(p fieldPath, elems ...any) fieldPath {
+	return append(p[:len(p):len(p)], elems...)
+}
+
+// sparser checks a decoded file and builds Scripts from it.
+type sparser struct {
+	doc  *strictyaml.Document
 	errs []error
 }
 
-func (p *yparser) errf(n *yaml.Node, field, format string, args ...any) {
-	if len(p.errs) >= 20 {
+func (p *sparser) errf(where fieldPath, format string, args ...any) {
+	if len(p.errs) >= maxScriptErrors {
 		return
 	}
-	line := 0
-	if n != nil {
-		line = n.Line
-	}
-	p.errs = append(p.errs, &ScriptError{File: p.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+	pos := p.doc.Pos(where)
+	p.errs = append(p.errs, &ScriptError{File: p.doc.File(), Line: pos.Line, Column: pos.Column, Field: where.String(), Msg: fmt.Sprintf(format, args...)})
 }
 
-// fields walks a mapping, calling set for each known key; unknown and
-// duplicate keys are errors. It returns the keys seen.
-func (p *yparser) fields(n *yaml.Node, path string, known []string, set func(key string, v *yaml.Node, path string)) map[string]bool {
-	seen := map[string]bool{}
-	if n.Kind != yaml.MappingNode {
-		p.errf(n, path, "must be a mapping")
-		return seen
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		fp := join(path, k.Value)
-		switch {
-		case seen[k.Value]:
-			p.errf(k, fp, "duplicate field")
-		case !contains(known, k.Value):
-			p.errf(k, fp, "unknown field (want one of %s)", strings.Join(known, ", "))
-		default:
-			seen[k.Value] = true
-			set(k.Value, v, fp)
-		}
-	}
-	return seen
-}
-
-func join(path, field string) string {
-	if path == "" {
-		return field
-	}
-	return path + "." + field
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func (p *yparser) str(n *yaml.Node, path string) string {
-	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		p.errf(n, path, "must be a string")
-		return ""
-	}
-	return n.Value
-}
-
-func (p *yparser) boolean(n *yaml.Node, path string) bool {
-	var b bool
-	if n.Kind != yaml.ScalarNode || n.Decode(&b) != nil {
-		p.errf(n, path, "must be true or false")
-	}
-	return b
-}
-
-func (p *yparser) regex(n *yaml.Node, path string) *regexp.Regexp {
-	s := p.str(n, path)
+func (p *sparser) regex(s string, where fieldPath) *regexp.Regexp {
 	re, err := regexp.Compile(s)
 	if err != nil {
-		p.errf(n, path, "bad regular expression: %v", err)
+		p.errf(where, "bad regular expression: %v", err)
 		return nil
 	}
 	return re
 }
 
-func (p *yparser) seq(n *yaml.Node, path string) []*yaml.Node {
-	if n.Kind != yaml.SequenceNode {
-		p.errf(n, path, "must be a list")
-		return nil
-	}
-	return n.Content
-}
-
-var scriptFields = []string{"name", "match", "turns", "final"}
-
-func (p *yparser) parseFile(root *yaml.Node) *Scripts {
-	s := &Scripts{file: p.file, sessionKey: SessionByHeader, progress: ProgressHistory}
-	if root.Kind == 0 || (root.Kind == yaml.ScalarNode && root.Tag == "!!null") {
-		p.errf(root, "", "empty script file")
-		return s
-	}
-	var single *yaml.Node // top-level keys of a single-script file
-	singleKeys := map[string]bool{}
-	known := append([]string{"session_key", "progress", "scripts"}, scriptFields...)
-	seen := p.fields(root, "", known, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "session_key":
-			s.sessionKey = p.str(v, path)
-			if !contains([]string{SessionByHeader, SessionByKey, SessionRoundRobin}, s.sessionKey) {
-				p.errf(v, path, "%q is not session, key or round-robin", s.sessionKey)
-			}
-		case "progress":
-			s.progress = p.str(v, path)
-			if !contains([]string{ProgressHistory, ProgressCounter}, s.progress) {
-				p.errf(v, path, "%q is not history or counter", s.progress)
-			}
-		case "scripts":
-			for i, sn := range p.seq(v, path) {
-				s.list = append(s.list, p.script(sn, fmt.Sprintf("scripts[%d]", i), i))
-			}
-		default:
-			single = root
-			singleKeys[key] = true
+func (p *sparser) file(f *fileSpec) *Scripts {
+	s := &Scripts{file: p.doc.File(), sessionKey: SessionByHeader, progress: ProgressHistory}
+	if k := f.SessionKey; k != nil {
+		s.sessionKey = *k
+		if !slices.Contains([]string{SessionByHeader, SessionByKey, SessionRoundRobin}, *k) {
+			p.errf(fieldPath{"session_key"}, "%q is not session, key or round-robin", *k)
 		}
-	})
-	switch {
-	case seen["scripts"] && single != nil:
-		p.errf(root, "scripts", "a file holds either scripts: or one script's turns:, not both")
-	case single != nil:
-		s.list = append(s.list, p.scriptBody(root, "", 0, true))
-	case !seen["scripts"]:
-		p.errf(root, "turns", "required (or scripts:)")
-	case len(s.list) == 0:
-		p.errf(root, "scripts", "must hold at least one script")
+	}
+	if g := f.Progress; g != nil {
+		s.progress = *g
+		if !slices.Contains([]string{ProgressHistory, ProgressCounter}, *g) {
+			p.errf(fieldPath{"progress"}, "%q is not history or counter", *g)
+		}
+	}
+	switch single := f.scriptSpec.given(); {
+	case f.Scripts != nil && single:
+		p.errf(fieldPath{"scripts"}, "a file holds either scripts: or one script's turns:, not both")
+	case single:
+		s.list = append(s.list, p.script(&f.scriptSpec, nil, 0))
+	case f.Scripts == nil:
+		p.errf(fieldPath{"turns"}, "required (or scripts:)")
+	case len(f.Scripts) == 0:
+		p.errf(fieldPath{"scripts"}, "must hold at least one script")
+	default:
+		for i := range f.Scripts {
+			s.list = append(s.list, p.script(&f.Scripts[i], fieldPath{"scripts", i}, i))
+		}
 	}
 	names := map[string]bool{}
 	for _, sc := range s.list {
-		if sc != nil && names[sc.name] {
-			p.errf(root, "scripts", "duplicate script name %q", sc.name)
+		if names[sc.name] {
+			p.errf(fieldPath{"scripts"}, "duplicate script name %q", sc.name)
 		}
-		if sc != nil {
-			names[sc.name] = true
-		}
+		names[sc.name] = true
 	}
 	return s
 }
 
-func (p *yparser) script(n *yaml.Node, path string, i int) *script {
-	return p.scriptBody(n, path, i, false)
-}
-
-// scriptBody parses a script mapping; top says its keys share the mapping
-// with the file-level keys.
-func (p *yparser) scriptBody(n *yaml.Node, path string, i int, top bool) *script {
+func (p *sparser) script(spec *scriptSpec, where fieldPath, i int) *script {
 	sc := &script{name: "script" + strconv.Itoa(i), final: "Done."}
-	known := scriptFields
-	if top {
-		known = append([]string{"session_key", "progress"}, scriptFields...)
+	if spec.Name != nil {
+		sc.name = *spec.Name
 	}
-	var turnsNode *yaml.Node
-	seen := p.fields(n, path, known, func(key string, v *yaml.Node, fp string) {
-		switch key {
-		case "name":
-			sc.name = p.str(v, fp)
-		case "match":
-			sc.match = p.match(v, fp)
-		case "final":
-			sc.final = p.str(v, fp)
-		case "turns":
-			turnsNode = v
-		}
-	})
-	tp := join(path, "turns")
-	if !seen["turns"] {
-		if n.Kind == yaml.MappingNode {
-			p.errf(n, tp, "required")
-		}
+	if spec.Final != nil {
+		sc.final = *spec.Final
+	}
+	if spec.Match != nil {
+		sc.match = p.match(spec.Match, at(where, "match"))
+	}
+	tp := at(where, "turns")
+	if spec.Turns == nil {
+		p.errf(tp, "required")
 		return sc
 	}
-	items := p.seq(turnsNode, tp)
-	if turnsNode.Kind == yaml.SequenceNode && len(items) == 0 {
-		p.errf(turnsNode, tp, "must hold at least one turn")
+	if len(spec.Turns) == 0 {
+		p.errf(tp, "must hold at least one turn")
 	}
 	ids := map[string]int{}
-	for ti, tn := range items {
-		sc.turns = append(sc.turns, p.turn(tn, fmt.Sprintf("%s[%d]", tp, ti), ti, ids))
+	for ti := range spec.Turns {
+		sc.turns = append(sc.turns, p.turn(&spec.Turns[ti], at(tp, ti), ti, ids))
 	}
 	// Resolve goto targets now that every id is known.
 	resolve := func(r *response, def int) {
@@ -410,11 +392,11 @@ func (p *yparser) scriptBody(n *yaml.Node, path string, i int, top bool) *script
 		default:
 			idx, ok := ids[r.gotoID]
 			if !ok {
-				p.errf(r.gotoNode, r.gotoPath, "no turn has id %q", r.gotoID)
+				p.errf(r.gotoPath, "no turn has id %q", r.gotoID)
 			}
 			r.next = idx
 		}
-		r.gotoNode = nil
+		r.gotoPath = nil
 	}
 	for ti := range sc.turns {
 		t := &sc.turns[ti]
@@ -426,172 +408,110 @@ func (p *yparser) scriptBody(n *yaml.Node, path string, i int, top bool) *script
 	return sc
 }
 
-func (p *yparser) turn(n *yaml.Node, path string, ti int, ids map[string]int) turn {
+func (p *sparser) turn(spec *turnSpec, where fieldPath, ti int, ids map[string]int) turn {
 	var t turn
-	seen := p.fields(n, path, []string{"id", "text", "tool_calls", "branches", "goto"}, func(key string, v *yaml.Node, fp string) {
-		switch key {
-		case "id":
-			t.id = p.str(v, fp)
-			if t.id == "end" {
-				p.errf(v, fp, `"end" is reserved`)
-			} else if _, dup := ids[t.id]; dup {
-				p.errf(v, fp, "duplicate turn id %q", t.id)
-			}
-			ids[t.id] = ti
-		case "branches":
-			for bi, bn := range p.seq(v, fp) {
-				t.branches = append(t.branches, p.branch(bn, fmt.Sprintf("%s[%d]", fp, bi)))
-			}
-		default:
-			p.respField(&t.resp, key, v, fp)
+	if spec.ID != nil {
+		t.id = *spec.ID
+		if t.id == "end" {
+			p.errf(at(where, "id"), `"end" is reserved`)
+		} else if _, dup := ids[t.id]; dup {
+			p.errf(at(where, "id"), "duplicate turn id %q", t.id)
 		}
-	})
-	if n.Kind == yaml.MappingNode && !seen["text"] && !seen["tool_calls"] {
-		p.errf(n, path+".text", "required: a turn needs text or tool_calls (its answer when no branch matches)")
+		ids[t.id] = ti
+	}
+	t.resp = p.response(spec.Text, spec.ToolCalls, spec.Goto, where)
+	for bi := range spec.Branches {
+		t.branches = append(t.branches, p.branch(&spec.Branches[bi], at(where, "branches", bi)))
+	}
+	if spec.Text == nil && spec.ToolCalls == nil {
+		p.errf(at(where, "text"), "required: a turn needs text or tool_calls (its answer when no branch matches)")
 	}
 	return t
 }
 
-// respField parses the fields a turn and a branch share.
-func (p *yparser) respField(r *response, key string, v *yaml.Node, fp string) {
-	switch key {
-	case "text":
-		r.text = p.str(v, fp)
-	case "tool_calls":
-		for ci, cn := range p.seq(v, fp) {
-			r.calls = append(r.calls, p.call(cn, fmt.Sprintf("%s[%d]", fp, ci)))
-		}
-	case "goto":
-		r.gotoID, r.gotoNode, r.gotoPath = p.str(v, fp), v, fp
+// response builds what a turn or a branch answers.
+func (p *sparser) response(text *string, calls []toolSpec, gotoID *string, where fieldPath) response {
+	var r response
+	if text != nil {
+		r.text = *text
 	}
+	for ci := range calls {
+		r.calls = append(r.calls, p.call(&calls[ci], at(where, "tool_calls", ci)))
+	}
+	if gotoID != nil {
+		r.gotoID, r.gotoPath = *gotoID, at(where, "goto")
+	}
+	return r
 }
 
-func (p *yparser) call(n *yaml.Node, path string) callSpec {
-	c := callSpec{input: map[string]any{}}
-	seen := p.fields(n, path, []string{"name", "id", "namespace", "input"}, func(key string, v *yaml.Node, fp string) {
-		switch key {
-		case "namespace":
-			c.namespace = p.str(v, fp)
-		case "name":
-			c.name = p.str(v, fp)
-			if c.name == "" {
-				p.errf(v, fp, "must not be empty")
-			}
-		case "id":
-			c.id = p.str(v, fp)
-		case "input":
-			if v.Kind == yaml.ScalarNode && v.Tag == "!!str" {
-				c.input, c.custom = v.Value, true
-				return
-			}
-			if v.Kind != yaml.MappingNode {
-				p.errf(v, fp, "must be a mapping (the tool's arguments) or a string (a freeform tool's input)")
-				return
-			}
-			var in map[string]any
-			if err := v.Decode(&in); err != nil {
-				p.errf(v, fp, "%v", err)
-				return
-			}
-			c.input = jsonable(in)
-		}
-	})
-	if n.Kind == yaml.MappingNode && !seen["name"] {
-		p.errf(n, path+".name", "required")
+func (p *sparser) call(spec *toolSpec, where fieldPath) callSpec {
+	c := callSpec{id: spec.ID, namespace: spec.Namespace, input: map[string]any{}}
+	switch {
+	case spec.Name == nil:
+		p.errf(at(where, "name"), "required")
+	case *spec.Name == "":
+		p.errf(at(where, "name"), "must not be empty")
+	default:
+		c.name = *spec.Name
+	}
+	switch in := spec.Input.(type) {
+	case nil:
+	case string:
+		c.input, c.custom = in, true
+	case map[string]any:
+		c.input = in
+	default:
+		p.errf(at(where, "input"), "must be a mapping (the tool's arguments) or a string (a freeform tool's input)")
 	}
 	return c
 }
 
-func (p *yparser) branch(n *yaml.Node, path string) branch {
+func (p *sparser) branch(spec *branchSpec, where fieldPath) branch {
 	var b branch
-	seen := p.fields(n, path, []string{"when", "text", "tool_calls", "goto"}, func(key string, v *yaml.Node, fp string) {
-		if key != "when" {
-			p.respField(&b.resp, key, v, fp)
-			return
+	b.resp = p.response(spec.Text, spec.ToolCalls, spec.Goto, where)
+	if w := spec.When; w == nil {
+		p.errf(at(where, "when"), "required")
+	} else {
+		if w.Contains != nil {
+			b.contains = *w.Contains
 		}
-		cs := p.fields(v, fp, []string{"contains", "regex", "is_error"}, func(key string, v *yaml.Node, fp string) {
-			switch key {
-			case "contains":
-				b.contains = p.str(v, fp)
-			case "regex":
-				b.re = p.regex(v, fp)
-			case "is_error":
-				e := p.boolean(v, fp)
-				b.isError = &e
-			}
-		})
-		if v.Kind == yaml.MappingNode && len(cs) == 0 {
-			p.errf(v, fp, "needs contains, regex or is_error")
+		if w.Regex != nil {
+			b.re = p.regex(*w.Regex, at(where, "when", "regex"))
 		}
-	})
-	if n.Kind == yaml.MappingNode {
-		if !seen["when"] {
-			p.errf(n, path+".when", "required")
+		b.isError = w.IsError
+		if w.Contains == nil && w.Regex == nil && w.IsError == nil {
+			p.errf(at(where, "when"), "needs contains, regex or is_error")
 		}
-		if !seen["text"] && !seen["tool_calls"] {
-			p.errf(n, path+".text", "required: a branch needs text or tool_calls")
-		}
+	}
+	if spec.Text == nil && spec.ToolCalls == nil {
+		p.errf(at(where, "text"), "required: a branch needs text or tool_calls")
 	}
 	return b
 }
 
-func (p *yparser) match(n *yaml.Node, path string) match {
-	var m match
-	p.fields(n, path, []string{"api_key", "headers", "model", "system", "system_regex", "user", "user_regex", "any_request"},
-		func(key string, v *yaml.Node, fp string) {
-			switch key {
-			case "api_key":
-				m.apiKey = p.str(v, fp)
-			case "headers":
-				if v.Kind != yaml.MappingNode {
-					p.errf(v, fp, "must be a mapping of header name to value regex")
-					return
-				}
-				m.headers = map[string]*regexp.Regexp{}
-				for i := 0; i+1 < len(v.Content); i += 2 {
-					name := v.Content[i].Value
-					if re := p.regex(v.Content[i+1], fp+"."+name); re != nil {
-						m.headers[http.CanonicalHeaderKey(name)] = re
-					}
-				}
-			case "model":
-				m.model = p.regex(v, fp)
-			case "system":
-				m.system = p.str(v, fp)
-			case "system_regex":
-				m.systemRe = p.regex(v, fp)
-			case "user":
-				m.user = p.str(v, fp)
-			case "user_regex":
-				m.userRe = p.regex(v, fp)
-			case "any_request":
-				m.anyRequest = p.boolean(v, fp)
+func (p *sparser) match(spec *matchSpec, where fieldPath) match {
+	m := match{apiKey: spec.APIKey, system: spec.System, user: spec.User, anyRequest: spec.AnyRequest}
+	if spec.Headers != nil {
+		m.headers = map[string]*regexp.Regexp{}
+		names := make([]string, 0, len(spec.Headers))
+		for name := range spec.Headers {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			if re := p.regex(spec.Headers[name], at(where, "headers", name)); re != nil {
+				m.headers[http.CanonicalHeaderKey(name)] = re
 			}
-		})
-	return m
-}
-
-// jsonable turns decoded YAML into values encoding/json can marshal
-// (YAML allows non-string map keys).
-func jsonable(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			v[k] = jsonable(x)
 		}
-		return v
-	case map[any]any:
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			out[fmt.Sprint(k)] = jsonable(x)
-		}
-		return out
-	case []any:
-		for i, x := range v {
-			v[i] = jsonable(x)
-		}
-		return v
-	default:
-		return v
 	}
+	if spec.Model != nil {
+		m.model = p.regex(*spec.Model, at(where, "model"))
+	}
+	if spec.SystemRegex != nil {
+		m.systemRe = p.regex(*spec.SystemRegex, at(where, "system_regex"))
+	}
+	if spec.UserRegex != nil {
+		m.userRe = p.regex(*spec.UserRegex, at(where, "user_regex"))
+	}
+	return m
 }

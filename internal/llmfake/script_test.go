@@ -23,22 +23,25 @@ turns:
   - text: c
   - tool_calls:
       - input: {x: 1}
-`, "s.yaml:7: turns[3].tool_calls[0].name: required"},
-		{"unknown field", "turns:\n  - text: a\n    colour: red\n", `s.yaml:3: turns[0].colour: unknown field (want one of id, text, tool_calls, branches, goto)`},
-		{"turn without answer", "turns:\n  - id: x\n", "s.yaml:2: turns[0].text: required: a turn needs text or tool_calls (its answer when no branch matches)"},
-		{"no turns", "name: x\n", "s.yaml:1: turns: required"},
+`, "s.yaml:7:9: turns[3].tool_calls[0].name: required"},
+		{"unknown field", "turns:\n  - text: a\n    colour: red\n", `s.yaml:3:5: turns[0].colour: unknown field (want one of id, text, tool_calls, branches, goto)`},
+		{"turn without answer", "turns:\n  - id: x\n", "s.yaml:2:5: turns[0].text: required: a turn needs text or tool_calls (its answer when no branch matches)"},
+		{"no turns", "name: x\n", "s.yaml:1:1: turns: required"},
 		{"empty file", "", "s.yaml: empty script file"},
 		{"bad yaml", "turns: [\n", "s.yaml:1: did not find expected node content"},
-		{"bad regex", "scripts:\n  - match: {model: '('}\n    turns: [{text: a}]\n", "s.yaml:2: scripts[0].match.model: bad regular expression: error parsing regexp: missing closing ): `(`"},
-		{"goto unknown", "turns:\n  - text: a\n    goto: nowhere\n", `s.yaml:3: turns[0].goto: no turn has id "nowhere"`},
-		{"bad session key", "session_key: ip\nturns: [{text: a}]\n", `s.yaml:1: session_key: "ip" is not session, key or round-robin`},
-		{"branch without when", "turns:\n  - text: a\n    branches:\n      - text: b\n", "s.yaml:4: turns[0].branches[0].when: required"},
-		{"empty when", "turns:\n  - text: a\n    branches:\n      - when: {}\n        text: b\n", "s.yaml:4: turns[0].branches[0].when: needs contains, regex or is_error"},
-		{"input a list", "turns:\n  - tool_calls:\n      - name: Bash\n        input: [ls]\n", "s.yaml:4: turns[0].tool_calls[0].input: must be a mapping (the tool's arguments) or a string (a freeform tool's input)"},
-		{"input a number", "turns:\n  - tool_calls:\n      - name: Bash\n        input: 3\n", "s.yaml:4: turns[0].tool_calls[0].input: must be a mapping (the tool's arguments) or a string (a freeform tool's input)"},
-		{"scripts and turns", "scripts: [{turns: [{text: a}]}]\nturns: [{text: b}]\n", "s.yaml:1: scripts: a file holds either scripts: or one script's turns:, not both"},
-		{"duplicate names", "scripts:\n  - {name: a, turns: [{text: x}]}\n  - {name: a, turns: [{text: y}]}\n", `s.yaml:1: scripts: duplicate script name "a"`},
-		{"is_error not bool", "turns:\n  - text: a\n    branches:\n      - when: {is_error: maybe}\n        text: b\n", "s.yaml:4: turns[0].branches[0].when.is_error: must be true or false"},
+		{"bad regex", "scripts:\n  - match: {model: '('}\n    turns: [{text: a}]\n", "s.yaml:2:13: scripts[0].match.model: bad regular expression: error parsing regexp: missing closing ): `(`"},
+		{"goto unknown", "turns:\n  - text: a\n    goto: nowhere\n", `s.yaml:3:5: turns[0].goto: no turn has id "nowhere"`},
+		{"bad session key", "session_key: ip\nturns: [{text: a}]\n", `s.yaml:1:1: session_key: "ip" is not session, key or round-robin`},
+		{"branch without when", "turns:\n  - text: a\n    branches:\n      - text: b\n", "s.yaml:4:9: turns[0].branches[0].when: required"},
+		{"empty when", "turns:\n  - text: a\n    branches:\n      - when: {}\n        text: b\n", "s.yaml:4:9: turns[0].branches[0].when: needs contains, regex or is_error"},
+		{"input a list", "turns:\n  - tool_calls:\n      - name: Bash\n        input: [ls]\n", "s.yaml:4:9: turns[0].tool_calls[0].input: must be a mapping (the tool's arguments) or a string (a freeform tool's input)"},
+		{"input a number", "turns:\n  - tool_calls:\n      - name: Bash\n        input: 3\n", "s.yaml:4:9: turns[0].tool_calls[0].input: must be a mapping (the tool's arguments) or a string (a freeform tool's input)"},
+		{"scripts and turns", "scripts: [{turns: [{text: a}]}]\nturns: [{text: b}]\n", "s.yaml:1:1: scripts: a file holds either scripts: or one script's turns:, not both"},
+		{"duplicate names", "scripts:\n  - {name: a, turns: [{text: x}]}\n  - {name: a, turns: [{text: y}]}\n", `s.yaml:1:1: scripts: duplicate script name "a"`},
+		{"duplicate field", "turns:\n  - text: a\n    text: b\n", `s.yaml:3:5: turns[0].text: key "text" given twice (first at line 2)`},
+		{"two documents", "turns: [{text: a}]\n---\nturns: [{text: b}]\n", "s.yaml:2: a second YAML document: the file must hold one"},
+		{"text a list", "turns:\n  - text: [a]\n", "s.yaml:2:11: turns[0].text: must be a string, not a list"},
+		{"is_error not bool", "turns:\n  - text: a\n    branches:\n      - when: {is_error: maybe}\n        text: b\n", "s.yaml:4:26: turns[0].branches[0].when.is_error: must be true or false"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,6 +61,19 @@ turns:
 				t.Errorf("error\n got %s\nwant %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestParseScriptsReportsEveryProblem: one parse reports every decoding
+// problem, each located.
+func TestParseScriptsReportsEveryProblem(t *testing.T) {
+	t.Parallel()
+	_, err := ParseScripts("s.yaml", []byte("turns:\n  - colour: red\n    text: [a]\n    tool_calls: [{name: x, inptu: {}}]\n"))
+	want := "s.yaml:2:5: turns[0].colour: unknown field (want one of id, text, tool_calls, branches, goto)\n" +
+		"s.yaml:3:11: turns[0].text: must be a string, not a list\n" +
+		"s.yaml:4:28: turns[0].tool_calls[0].inptu: unknown field (want one of name, id, namespace, input)"
+	if err == nil || err.Error() != want {
+		t.Errorf("err\n got %v\nwant %s", err, want)
 	}
 }
 

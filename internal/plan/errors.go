@@ -1,8 +1,10 @@
 package plan
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -73,4 +75,11 @@ func (es Errors) Unwrap() []error {
 		out[i] = e
 	}
 	return out
+}
+
+// sortErrors orders errors by line, then column, then path.
+func sortErrors(errs []*FieldError) {
+	slices.SortStableFunc(errs, func(x, y *FieldError) int {
+		return cmp.Or(cmp.Compare(x.Line, y.Line), cmp.Compare(x.Column, y.Column), cmp.Compare(x.Path, y.Path))
+	})
 }

@@ -2,12 +2,15 @@
 // and analyses it: work, critical path, width (a maximum antichain), a
 // list schedule on P workers, speedup and the Amdahl bound.
 //
-// Parse checks the document against the plan JSON Schema (see
-// internal/envelope/schema/plan.json) and then checks what a schema cannot:
-// unique ids, known deps and agents, no cycles, scopes inside the
-// repository. Every problem is reported, each as a *FieldError naming the
-// file, line and field path; CheckRepo adds the repository-side checks (a
-// dirty working tree, a missing integration branch) that need a repository.
+// Parse reads the document strictly (see internal/strictyaml), checks it
+// against the plan JSON Schema (see internal/envelope/schema/plan.json) and
+// then checks what a schema cannot: unique ids, known deps and agents, no
+// cycles, scopes inside the repository. Every problem is reported in one
+// pass — schema violations together with the checks after them, except
+// those about a value the schema already rejected — each as a *FieldError
+// naming the file, line, column and field path; CheckRepo adds the
+// repository-side checks (a dirty working tree, a missing integration
+// branch) that need a repository.
 //
 // Defaults applied by Parse: max_parallel 4, deps kind data, forbidden all
 // built-in patterns, estimate_s 60, lease_s 30, check_timeout_s 600; an
@@ -16,13 +19,14 @@
 package plan
 
 import (
-	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/apiary-dev/apiary/internal/envelope"
+	"github.com/apiary-dev/apiary/internal/strictyaml"
 )
 
 // Defaults for fields a plan may omit.
@@ -50,7 +54,7 @@ type Plan struct {
 	Tasks             []*Task
 
 	index map[string]int // task id → position in Tasks
-	pos   *posTree
+	doc   *strictyaml.Document
 }
 
 // Agent is an agent profile.
@@ -134,30 +138,27 @@ type raw struct {
 
 type rawTask struct {
 	Task
-	Deps          []rawDep  `json:"deps"`
+	Deps          []any     `json:"deps"` // each "id" or {task, kind}
 	Forbidden     *[]string `json:"forbidden"`
 	EstimateS     *float64  `json:"estimate_s"`
 	LeaseS        *float64  `json:"lease_s"`
 	CheckTimeoutS *float64  `json:"check_timeout_s"`
 }
 
-// rawDep is "id" or {task, kind}.
-type rawDep envelope.Dep
-
-func (d *rawDep) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		d.Kind = envelope.DepData
-		return json.Unmarshal(b, &d.Task)
+// dep reads a deps entry: "id" or {task, kind}, kind data by default.
+func dep(v any) envelope.Dep {
+	switch v := v.(type) {
+	case string:
+		return envelope.Dep{Task: v, Kind: envelope.DepData}
+	case map[string]any:
+		d := envelope.Dep{Kind: envelope.DepData}
+		d.Task, _ = v["task"].(string)
+		if k, ok := v["kind"].(string); ok {
+			d.Kind = envelope.DepKind(k)
+		}
+		return d
 	}
-	var o envelope.Dep
-	if err := json.Unmarshal(b, &o); err != nil {
-		return err
-	}
-	if o.Kind == "" {
-		o.Kind = envelope.DepData
-	}
-	*d = rawDep(o)
-	return nil
+	return envelope.Dep{Kind: envelope.DepData}
 }
 
 // Parse parses and validates a plan document. file names it in errors. On
@@ -176,42 +177,84 @@ type Options struct {
 
 // ParseWith is Parse with options.
 func ParseWith(file string, data []byte, opt Options) (*Plan, error) {
-	tree, ps, err := decodeTree(file, data)
+	doc, err := strictyaml.ParseAuto(file, data, strictyaml.Options{MaxBytes: envelope.MaxDocumentSize, MaxDepth: envelope.MaxDepth})
 	if err != nil {
-		return nil, Errors{err.(*FieldError)}
+		var ses strictyaml.Errors
+		if !errors.As(err, &ses) {
+			return nil, err
+		}
+		errs := make(Errors, len(ses))
+		for i, e := range ses {
+			errs[i] = &FieldError{File: file, Line: e.Line, Column: e.Column, Path: e.Path.String(), Err: ErrSyntax, Msg: e.Msg}
+		}
+		return nil, errs
+	}
+	if doc.Empty() {
+		return nil, Errors{{File: file, Line: 1, Err: ErrSyntax, Msg: "plan is empty"}}
 	}
 	schema, err := envelope.LookupSchema(envelope.SchemaPlan)
 	if err != nil {
 		return nil, err
 	}
-	if vs := schema.Validate(tree); len(vs) > 0 {
-		errs := make(Errors, 0, len(vs))
-		for _, v := range vs {
-			errs = append(errs, schemaError(file, ps, v))
-		}
-		sortErrors(errs)
-		return nil, errs
+	vs := schema.Validate(doc.Value())
+	var errs Errors
+	for _, v := range vs {
+		errs = append(errs, schemaError(file, doc, v))
 	}
-	// The tree satisfies the schema, so it decodes into raw.
-	js, err := json.Marshal(tree)
-	if err != nil {
-		return nil, fmt.Errorf("plan: re-encoding %s: %w", file, err)
-	}
+	// What fits the plan's shape decodes even when some of it does not,
+	// so the checks below run on the rest; where the schema failed, they
+	// would only repeat it.
 	var r raw
-	dec := json.NewDecoder(bytes.NewReader(js))
-	if err := dec.Decode(&r); err != nil {
-		return nil, Errors{{File: file, Line: 1, Err: ErrSchema, Msg: err.Error()}}
+	if derr := doc.Decode(&r); derr != nil && len(vs) == 0 {
+		// The schema accepted the document, so this is a number out of
+		// range for its field.
+		var ses strictyaml.Errors
+		if !errors.As(derr, &ses) {
+			return nil, derr
+		}
+		for _, e := range ses {
+			errs = append(errs, &FieldError{File: file, Line: e.Line, Column: e.Column, Path: e.Path.String(), Err: ErrSchema, Msg: e.Msg})
+		}
 	}
-	p := build(file, &r, ps, opt.Agents)
-	if errs := p.validate(); len(errs) > 0 {
+	p := build(file, &r, doc, opt.Agents)
+	errs = append(errs, p.validate(rejected(vs))...)
+	if len(errs) > 0 {
 		sortErrors(errs)
 		return nil, errs
 	}
 	return p, nil
 }
 
-func schemaError(file string, ps *posTree, v envelope.Violation) *FieldError {
-	at := ps.lookup(v.Path)
+// rejected returns a test of whether a path is at or under a value the
+// schema rejected. A missing required field counts as rejected, and so
+// does the object that misses it, though not its other fields.
+func rejected(vs []envelope.Violation) func(path []any) bool {
+	var under, at [][]any
+	for _, v := range vs {
+		if v.Missing != "" {
+			at = append(at, v.Path)
+			under = append(under, append(v.Path[:len(v.Path):len(v.Path)], v.Missing))
+			continue
+		}
+		under = append(under, v.Path)
+	}
+	return func(path []any) bool {
+		for _, b := range under {
+			if len(b) <= len(path) && slices.Equal(b, path[:len(b)]) {
+				return true
+			}
+		}
+		for _, b := range at {
+			if slices.Equal(b, path) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func schemaError(file string, doc *strictyaml.Document, v envelope.Violation) *FieldError {
+	at := doc.Pos(v.Path)
 	kind := ErrSchema
 	// A task id (or a reference to one) that breaks [a-z0-9-]{1,64}.
 	if v.Keyword == "pattern" && len(v.Path) >= 2 {
@@ -223,10 +266,10 @@ func schemaError(file string, ps *posTree, v envelope.Violation) *FieldError {
 			kind = ErrBadID
 		}
 	}
-	return &FieldError{File: file, Line: at.line, Column: at.col, Path: envelope.FormatPath(v.Path), Err: kind, Msg: v.Message}
+	return &FieldError{File: file, Line: at.Line, Column: at.Column, Path: envelope.FormatPath(v.Path), Err: kind, Msg: v.Message}
 }
 
-func build(file string, r *raw, ps *posTree, extra map[string]Agent) *Plan {
+func build(file string, r *raw, doc *strictyaml.Document, extra map[string]Agent) *Plan {
 	p := &Plan{
 		File:              file,
 		Version:           r.Version,
@@ -236,7 +279,7 @@ func build(file string, r *raw, ps *posTree, extra map[string]Agent) *Plan {
 		Agents:            map[string]Agent{},
 		Groups:            r.Groups,
 		index:             make(map[string]int, len(r.Tasks)),
-		pos:               ps,
+		doc:               doc,
 	}
 	if p.MaxParallel == 0 {
 		p.MaxParallel = DefaultMaxParallel
@@ -255,7 +298,7 @@ func build(file string, r *raw, ps *posTree, extra map[string]Agent) *Plan {
 		t := rt.Task
 		t.Deps = make([]envelope.Dep, len(rt.Deps))
 		for j, d := range rt.Deps {
-			t.Deps[j] = envelope.Dep(d)
+			t.Deps[j] = dep(d)
 		}
 		t.Forbidden = envelope.BuiltinPatterns()
 		if rt.Forbidden != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/apiary-dev/apiary/internal/envelope"
+	"github.com/apiary-dev/apiary/internal/strictyaml"
 )
 
 // Repo is what CheckRepo reads of a git repository; *git.Repo implements it.
@@ -30,11 +31,11 @@ type Repo interface {
 func (p *Plan) CheckRepo(ctx context.Context, r Repo) (string, error) {
 	var errs Errors
 	add := func(kind error, at []any, format string, args ...any) {
-		ps := pos{}
+		var ps strictyaml.Pos
 		if at != nil {
-			ps = p.pos.lookup(at)
+			ps = p.doc.Pos(at)
 		}
-		errs = append(errs, &FieldError{File: p.File, Line: ps.line, Column: ps.col, Path: envelope.FormatPath(at), Err: kind, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, &FieldError{File: p.File, Line: ps.Line, Column: ps.Column, Path: envelope.FormatPath(at), Err: kind, Msg: fmt.Sprintf(format, args...)})
 	}
 	branch := p.IntegrationBranch
 	if branch == "" {

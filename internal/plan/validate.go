@@ -9,16 +9,22 @@ import (
 )
 
 // validate runs the checks a schema cannot express and normalizes scopes.
-func (p *Plan) validate() Errors {
+// A problem at or under a path rejected reports true for is left out: the
+// schema has reported that value already.
+func (p *Plan) validate(rejected func(path []any) bool) Errors {
 	var errs Errors
 	add := func(kind error, at []any, format string, args ...any) {
-		ps := p.pos.lookup(at)
-		errs = append(errs, &FieldError{File: p.File, Line: ps.line, Column: ps.col, Path: envelope.FormatPath(at), Err: kind, Msg: fmt.Sprintf(format, args...)})
+		if rejected(at) {
+			return
+		}
+		ps := p.doc.Pos(at)
+		errs = append(errs, &FieldError{File: p.File, Line: ps.Line, Column: ps.Column, Path: envelope.FormatPath(at), Err: kind, Msg: fmt.Sprintf(format, args...)})
 	}
 	// Agents: a command profile needs argv.
 	for name, a := range p.Agents {
-		if a.Kind == "command" && len(a.Argv) == 0 {
-			add(ErrInvalid, []any{"agents", name}, "a command agent needs argv")
+		at := []any{"agents", name}
+		if a.Kind == "command" && len(a.Argv) == 0 && !rejected(append(at, "argv")) && !rejected(append(at, "kind")) {
+			add(ErrInvalid, at, "a command agent needs argv")
 		}
 	}
 	rawPlanSealed := len(p.Sealed) // each task's Sealed ends with these, uncleaned
@@ -27,7 +33,7 @@ func (p *Plan) validate() Errors {
 	for i, t := range p.Tasks {
 		at := []any{"tasks", i}
 		if j, dup := first[t.ID]; dup {
-			add(ErrDuplicateID, append(at, "id"), "task id %q already used by tasks[%d] (line %d)", t.ID, j, p.pos.lookup([]any{"tasks", j, "id"}).line)
+			add(ErrDuplicateID, append(at, "id"), "task id %q already used by tasks[%d] (line %d)", t.ID, j, p.doc.Pos([]any{"tasks", j, "id"}).Line)
 		} else {
 			first[t.ID] = i
 		}
@@ -39,7 +45,7 @@ func (p *Plan) validate() Errors {
 				add(ErrUnknownAgent, append(at, "hedge_agent"), "unknown agent %q", t.HedgeAgent)
 			}
 		}
-		if q := t.Quorum; q != nil && q.K > q.N {
+		if q := t.Quorum; q != nil && q.K > q.N && !rejected(append(at, "quorum", "n")) {
 			add(ErrInvalid, append(at, "quorum", "k"), "k = %d exceeds n = %d", q.K, q.N)
 		}
 		t.WriteScope = p.cleanScopes(t.WriteScope, append(at, "write_scope"), add)

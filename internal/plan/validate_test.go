@@ -1,10 +1,14 @@
 package plan
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/apiary-dev/apiary/internal/strictyaml"
 )
 
 // base is a valid plan; the table below breaks it one way at a time. Line
@@ -211,4 +215,107 @@ func TestAliasBomb(t *testing.T) {
 	if _, err := Parse("bom.json", []byte("\ufeff{\"version\": 1, \"tasks\": [{\"id\": \"a\", \"objective\": \"x\", \"agent\": \"claude\", \"write_scope\": []}]}")); err != nil {
 		t.Errorf("JSON with a BOM: %v", err)
 	}
+}
+
+// TestSchemaAndSemanticErrorsInOnePass: schema violations do not hide the
+// checks after them (duplicate ids, unknown agents and deps, paths out of
+// the repository), and those checks stay quiet about values the schema
+// already rejected. YAML and JSON report the same.
+func TestSchemaAndSemanticErrorsInOnePass(t *testing.T) {
+	t.Parallel()
+	yamlSrc := `version: 1
+agents:
+  sh: {kind: command, argv: [sh]}
+  odd: {kind: shell}
+tasks:
+  - id: a
+    objective: x
+    agent: sh
+    write_scope: [../outside]
+  - id: a
+    objective: y
+    agent: nobody
+    write_scope: [src/]
+  - id: Bad_ID
+    agent: Nobody
+    write_scope: [src/, ""]
+    bogus: 1
+    estimate_s: -1
+  - id: c
+    objective: z
+    agent: sh
+    write_scope: [docs/, /etc]
+    deps: [ghost, {task: a, kind: soft}, {kind: data}]
+    quorum: {k: 3}
+`
+	type wantErr struct {
+		kind error
+		line int
+		path string
+		msg  string
+	}
+	want := []wantErr{
+		{ErrSchema, 4, "agents.odd.kind", "must be one of"},
+		{ErrScopeEscape, 9, "tasks[0].write_scope[0]", `path "../outside" escapes the repository`},
+		{ErrDuplicateID, 10, "tasks[1].id", `task id "a" already used by tasks[0] (line `},
+		{ErrUnknownAgent, 12, "tasks[1].agent", `unknown agent "nobody"`},
+		{ErrSchema, 14, "tasks[2]", `missing required field "objective"`},
+		{ErrBadID, 14, "tasks[2].id", `"Bad_ID" does not match`},
+		{ErrSchema, 15, "tasks[2].agent", "does not match"},
+		{ErrSchema, 16, "tasks[2].write_scope[1]", "must not be empty"},
+		{ErrSchema, 17, "tasks[2].bogus", `unknown field "bogus"`},
+		{ErrSchema, 18, "tasks[2].estimate_s", "must be ≥ 0, got -1"},
+		{ErrScopeEscape, 22, "tasks[3].write_scope[1]", "is absolute"},
+		{ErrUnknownDep, 23, "tasks[3].deps[0]", `unknown task "ghost"`},
+		{ErrSchema, 23, "tasks[3].deps[1].kind", "must be one of"},
+		{ErrSchema, 23, "tasks[3].deps[2]", `missing required field "task"`},
+		{ErrSchema, 24, "tasks[3].quorum", `missing required field "n"`},
+	}
+	// check compares in order of line (YAML) or of path (JSON, whose
+	// encoder sorted the keys).
+	check := func(t *testing.T, err error, byLine bool) {
+		var errs Errors
+		if !errors.As(err, &errs) {
+			t.Fatalf("err = %v", err)
+		}
+		if len(errs) != len(want) {
+			t.Errorf("%d errors, want %d:\n%v", len(errs), len(want), err)
+		}
+		want := slices.Clone(want)
+		if !byLine {
+			slices.SortStableFunc(errs, func(a, b *FieldError) int { return strings.Compare(a.Path, b.Path) })
+			slices.SortStableFunc(want, func(a, b wantErr) int { return strings.Compare(a.path, b.path) })
+		}
+		for i := range min(len(errs), len(want)) {
+			e, w := errs[i], want[i]
+			if !errors.Is(e, w.kind) || e.Path != w.path || !strings.Contains(e.Msg, w.msg) || (byLine && e.Line != w.line) {
+				t.Errorf("errs[%d] = %v (%v), want %s line %d: %s (%v)", i, e, e.Err, w.path, w.line, w.msg, w.kind)
+			}
+		}
+	}
+	t.Run("yaml", func(t *testing.T) {
+		t.Parallel()
+		_, err := Parse("plan.yaml", []byte(yamlSrc))
+		check(t, err, true)
+	})
+	t.Run("json", func(t *testing.T) {
+		t.Parallel()
+		var tree any
+		if err := yamlToJSON(yamlSrc, &tree); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Parse("plan.json", tree.([]byte))
+		check(t, err, false)
+	})
+}
+
+// yamlToJSON re-encodes a YAML document as indented JSON, via strictyaml.
+func yamlToJSON(src string, out *any) error {
+	doc, err := strictyaml.Parse("in.yaml", []byte(src), strictyaml.Options{})
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(doc.Value(), "", "  ")
+	*out = b
+	return err
 }
