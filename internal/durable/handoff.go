@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // DefaultHandoffPath is where rw.handoff_write and rw.handoff_read look by

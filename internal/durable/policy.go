@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // policyFile is the policy's name inside the state directory.

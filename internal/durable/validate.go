@@ -19,7 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Diagnostic is one finding of rw.validate. Col is 1-based in characters, 0
