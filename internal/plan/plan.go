@@ -52,6 +52,9 @@ type Plan struct {
 	Agents            map[string]Agent
 	Groups            []Group
 	Tasks             []*Task
+	// Merge tunes swarm mode's merge role for this plan (nil: the
+	// defaults, or what apiary.yaml and the flags say).
+	Merge *Merge
 
 	index map[string]int // task id → position in Tasks
 	doc   *strictyaml.Document
@@ -125,6 +128,21 @@ func Load(path string) (*Plan, error) {
 	return Parse(filepath.Base(path), data)
 }
 
+// Merge is a plan's merge: section, what swarm mode's merge role does with
+// what it finds. Empty fields keep the defaults.
+type Merge struct {
+	// OnExact and OnNear: warn, reject or reuse a candidate that adds an
+	// exact or a near duplicate of an existing function.
+	OnExact string `json:"on_exact,omitempty"`
+	OnNear  string `json:"on_near,omitempty"`
+	// NearDup is the similarity at which a function is a near duplicate.
+	NearDup float64 `json:"near_dup,omitempty"`
+	// HotTouches is the number of tasks writing one file that makes it hot
+	// (its split task is then added); NoSplit reports hot files only.
+	HotTouches int  `json:"hot_touches,omitempty"`
+	NoSplit    bool `json:"no_split,omitempty"`
+}
+
 // raw mirrors the document for decoding after schema validation.
 type raw struct {
 	Version           int              `json:"version"`
@@ -134,6 +152,7 @@ type raw struct {
 	Agents            map[string]Agent `json:"agents"`
 	Groups            []Group          `json:"groups"`
 	Tasks             []rawTask        `json:"tasks"`
+	Merge             *Merge           `json:"merge"`
 }
 
 type rawTask struct {
@@ -278,6 +297,7 @@ func build(file string, r *raw, doc *strictyaml.Document, extra map[string]Agent
 		Sealed:            r.Sealed,
 		Agents:            map[string]Agent{},
 		Groups:            r.Groups,
+		Merge:             r.Merge,
 		index:             make(map[string]int, len(r.Tasks)),
 		doc:               doc,
 	}

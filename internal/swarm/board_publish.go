@@ -64,6 +64,10 @@ func Publish(ctx context.Context, cfg PublishConfig) (*Record, error) {
 		return nil, fmt.Errorf("%w: run id %q", ErrConfig, id)
 	}
 	r := &Record{Run: id, PlanFile: cfg.PlanFile, Remote: cfg.Remote, Agents: p.Agents, Options: cfg.Options, Created: now().UTC()}
+	r.Options.Merge.fromPlan(p.Merge)
+	if err := r.Options.Merge.Validate(); err != nil {
+		return nil, err
+	}
 	if r.Remote == "" {
 		branch, err := p.CheckRepo(ctx, cfg.Repo)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/git"
+	"github.com/apiary-dev/apiary/internal/plan"
 )
 
 // The merge role is the single integrator of a swarm run: whichever host
@@ -93,6 +94,27 @@ func (o *MergeOptions) Validate() error {
 		return fmt.Errorf("%w: hot-file touches %d", ErrConfig, o.HotTouches)
 	}
 	return nil
+}
+
+// fromPlan fills the options the caller left unset from a plan's merge:
+// section (what the caller sets — flags, apiary.yaml — wins).
+func (o *MergeOptions) fromPlan(m *plan.Merge) {
+	if m == nil {
+		return
+	}
+	if o.OnExact == "" && !o.RejectDuplicates {
+		o.OnExact = DupPolicy(m.OnExact)
+	}
+	if o.OnNear == "" {
+		o.OnNear = DupPolicy(m.OnNear)
+	}
+	if o.NearDup == 0 {
+		o.NearDup = m.NearDup
+	}
+	if o.HotTouches == 0 {
+		o.HotTouches = m.HotTouches
+	}
+	o.NoSplit = o.NoSplit || m.NoSplit
 }
 
 // policy is what to do with a duplicate of kind (DupExact or DupNear).

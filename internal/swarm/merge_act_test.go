@@ -158,3 +158,24 @@ func TestMergeReuseAddsTask(t *testing.T) {
 		t.Errorf("tasks %+v", rep.Tasks)
 	}
 }
+
+// TestMergeOptionsFromPlan: a plan's merge: section sets what the
+// publisher left unset; what the publisher sets wins; a bad policy is
+// refused before anything is published.
+func TestMergeOptionsFromPlan(t *testing.T) {
+	t.Parallel()
+	f := newSwarmFixture(t)
+	plan := "version: 1\nmerge: {on_exact: reject, on_near: reuse, near_dup: 0.9, hot_touches: 5}\nagents:\n  sh: {kind: command, argv: [\"true\"]}\ntasks:\n  - {id: a, objective: a, agent: sh, write_scope: [a]}\n"
+	r, err := Publish(t.Context(), PublishConfig{Store: f.st, Repo: f.repo, PlanFile: "plan.yaml", PlanData: []byte(plan), Options: Options{Merge: MergeOptions{HotTouches: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := r.Options.Merge
+	if m.OnExact != DupReject || m.OnNear != DupReuse || m.NearDup != 0.9 || m.HotTouches != 2 {
+		t.Errorf("merge options %+v", m)
+	}
+	if _, err := Publish(t.Context(), PublishConfig{Store: f.st, Repo: f.repo, PlanFile: "plan.yaml", PlanData: []byte(plan),
+		Options: Options{Merge: MergeOptions{OnNear: "keep"}}}); err == nil || !strings.Contains(err.Error(), `duplicate policy "keep"`) {
+		t.Errorf("a bad policy: %v", err)
+	}
+}
