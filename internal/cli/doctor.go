@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,15 +78,10 @@ func doctor(ctx context.Context, e *env, asJSON bool, timeout time.Duration) err
 	if err != nil {
 		return err
 	}
-	srv, err := llmfake.New(llmfake.Config{Scripts: scs}, llmfake.Options{Seed: 1})
+	fake, err := llmfake.ServeLoopback(llmfake.Config{Scripts: scs}, llmfake.Options{Seed: 1})
 	if err != nil {
 		return err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	fake := llmfake.Serve(l, srv)
 	defer fake.Close()
 	access, stop, err := startRunGateway(ctx, filepath.Join(work, "gateway.db"), fake.URL, "apiary-doctor-upstream-key", e.stderr)
 	if err != nil {

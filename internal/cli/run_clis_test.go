@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +40,9 @@ func TestRunWorkersWriteThroughMCP(t *testing.T) {
 		f, _ := agent.FactsOf(k)
 		bins[k] = envtest.NodeBin(t, f.Bin)
 	}
-	content := func(kind string) string { return fmt.Sprintf("durable from %s\n  \"quoted\" — ünïcode ✓\nend", kind) }
+	content := func(kind string) string {
+		return fmt.Sprintf("durable from %s\n  \"quoted\" — ünïcode ✓\nend", kind)
+	}
 	var script, planDoc strings.Builder
 	script.WriteString("session_key: round-robin\nscripts:\n")
 	planDoc.WriteString("version: 1\nmax_parallel: 4\nagents:\n")
@@ -58,15 +59,10 @@ func TestRunWorkersWriteThroughMCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := llmfake.New(llmfake.Config{Scripts: scs}, llmfake.Options{Seed: 1})
+	fake, err := llmfake.ServeLoopback(llmfake.Config{Scripts: scs}, llmfake.Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fake := llmfake.Serve(l, srv)
 	defer fake.Close()
 
 	repo := gittest.NewRepo(t, map[string]string{"README": "x\n"})

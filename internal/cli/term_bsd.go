@@ -2,19 +2,7 @@
 
 package cli
 
-import (
-	"io"
-	"os"
+import "golang.org/x/sys/unix"
 
-	"golang.org/x/sys/unix"
-)
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TIOCGETA)
-	return err == nil
-}
+// ioctlGetTermios reads a terminal's settings.
+const ioctlGetTermios = unix.TIOCGETA

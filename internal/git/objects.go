@@ -1,16 +1,13 @@
 package git
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // object is one object read from the object database.
@@ -25,61 +22,10 @@ type object struct {
 // the trees and blobs it needs. It is safe for concurrent use (requests are
 // serialized); the process starts on first use, is restarted after any
 // failure, and ends with close.
-type objectReader struct {
-	repo *Repo
+type objectReader struct{ batchProc }
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stdout *bufio.Reader
-	stderr *bytes.Buffer
-	stop   context.CancelFunc
-	closed bool
-}
-
-func newObjectReader(repo *Repo) *objectReader { return &objectReader{repo: repo} }
-
-// start runs the process; o.mu is held.
-func (o *objectReader) start() error {
-	pctx, stop := context.WithCancel(context.Background())
-	cmd := o.repo.command(pctx, []string{"cat-file", "--batch"}, nil)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		stop()
-		return err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		stop()
-		return err
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		stop()
-		return fmt.Errorf("git cat-file --batch: %w", err)
-	}
-	o.cmd, o.stdin, o.stdout, o.stderr, o.stop = cmd, stdin, bufio.NewReaderSize(stdout, 64<<10), &stderr, stop
-	return nil
-}
-
-// kill ends the process; o.mu is held. The next request starts another.
-func (o *objectReader) kill() {
-	if o.cmd == nil {
-		return
-	}
-	o.stop()
-	_ = o.stdin.Close()
-	_ = o.cmd.Wait()
-	o.cmd = nil
-}
-
-// close ends the process for good.
-func (o *objectReader) close() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.kill()
-	o.closed = true
+func newObjectReader(repo *Repo) *objectReader {
+	return &objectReader{batchProc{repo: repo, args: []string{"cat-file", "--batch"}, buf: 64 << 10}}
 }
 
 // get reads the named objects (ids or any revision expression git accepts,
@@ -97,13 +43,8 @@ func (o *objectReader) get(ctx context.Context, names ...string) ([]object, erro
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.closed {
-		return nil, errors.New("git: object reader closed")
-	}
-	if o.cmd == nil {
-		if err := o.start(); err != nil {
-			return nil, err
-		}
+	if err := o.ready(); err != nil {
+		return nil, err
 	}
 	stopWatch := context.AfterFunc(ctx, o.stop)
 	defer stopWatch()

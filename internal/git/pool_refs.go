@@ -1,15 +1,10 @@
 package git
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"strings"
-	"sync"
 )
 
 // refUpdater creates and deletes refs through one long-lived `git
@@ -18,58 +13,10 @@ import (
 // that it does not exist, under the ref's lock. A failed transaction ends
 // the process (git dies on it); the next request starts another. It is safe
 // for concurrent use.
-type refUpdater struct {
-	repo *Repo
+type refUpdater struct{ batchProc }
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stdout *bufio.Reader
-	stderr *bytes.Buffer
-	stop   context.CancelFunc
-	closed bool
-}
-
-func newRefUpdater(repo *Repo) *refUpdater { return &refUpdater{repo: repo} }
-
-func (u *refUpdater) start() error {
-	pctx, stop := context.WithCancel(context.Background())
-	cmd := u.repo.command(pctx, []string{"update-ref", "--stdin"}, nil)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		stop()
-		return err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		stop()
-		return err
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		stop()
-		return fmt.Errorf("git update-ref --stdin: %w", err)
-	}
-	u.cmd, u.stdin, u.stdout, u.stderr, u.stop = cmd, stdin, bufio.NewReader(stdout), &stderr, stop
-	return nil
-}
-
-func (u *refUpdater) kill() {
-	if u.cmd == nil {
-		return
-	}
-	u.stop()
-	_ = u.stdin.Close()
-	_ = u.cmd.Wait()
-	u.cmd = nil
-}
-
-func (u *refUpdater) close() {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.kill()
-	u.closed = true
+func newRefUpdater(repo *Repo) *refUpdater {
+	return &refUpdater{batchProc{repo: repo, args: []string{"update-ref", "--stdin"}}}
 }
 
 // create makes ref point at oid; ErrExists if it exists already (or a ref
@@ -89,13 +36,8 @@ func (u *refUpdater) transact(ctx context.Context, cmd string) error {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.closed {
-		return errors.New("git: ref updater closed")
-	}
-	if u.cmd == nil {
-		if err := u.start(); err != nil {
-			return err
-		}
+	if err := u.ready(); err != nil {
+		return err
 	}
 	stopWatch := context.AfterFunc(ctx, u.stop)
 	defer stopWatch()

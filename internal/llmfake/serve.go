@@ -26,6 +26,21 @@ type HTTPServer struct {
 	wg     sync.WaitGroup
 }
 
+// ServeLoopback builds a server from cfg and opts and serves it on a free
+// port of 127.0.0.1 (the fake model server tools and tests start
+// in-process).
+func ServeLoopback(cfg Config, opts Options) (*HTTPServer, error) {
+	s, err := New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	return Serve(l, s), nil
+}
+
 // Serve starts serving s on l in a goroutine owned by the returned
 // HTTPServer; l is closed by Close.
 func Serve(l net.Listener, s *Server) *HTTPServer {
