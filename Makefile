@@ -5,7 +5,7 @@ GOTESTFLAGS ?=
 # The machine's GOFLAGS may say -buildvcs=false; stamp the revision when we can.
 BUILDFLAGS := -buildvcs=auto
 
-.PHONY: all build test deps lint fmt-check vet staticcheck gotest bench demo clean
+.PHONY: all build test deps lint fmt-check vet staticcheck cross gotest bench demo clean
 
 all: build
 
@@ -25,7 +25,17 @@ vet:
 staticcheck:
 	$(GO) tool staticcheck ./...
 
-lint: fmt-check vet staticcheck
+# The other platforms: macOS and the BSDs build and vet (agents run there,
+# in process groups); Windows vets (it refuses to run agents and checks:
+# see "Platforms" in docs/ARCHITECTURE.md).
+CROSS_ENV := CGO_ENABLED=0
+cross:
+	@echo "cross: GOOS=darwin go build ./..." && GOOS=darwin $(CROSS_ENV) $(GO) build ./...
+	@echo "cross: GOOS=darwin go vet ./..." && GOOS=darwin $(CROSS_ENV) $(GO) vet ./...
+	@echo "cross: GOOS=freebsd go vet ./..." && GOOS=freebsd $(CROSS_ENV) $(GO) vet ./...
+	@echo "cross: GOOS=windows go vet ./..." && GOOS=windows $(CROSS_ENV) $(GO) vet ./...
+
+lint: fmt-check vet staticcheck cross
 
 gotest:
 	$(GO) test -race -shuffle=on -timeout 30m $(GOTESTFLAGS) ./...

@@ -1,6 +1,8 @@
 package apiary_test
 
 import (
+	"errors"
+	"fmt"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -19,7 +21,8 @@ const module = "github.com/apiary-dev/apiary"
 const architecture = "docs/ARCHITECTURE.md"
 
 // layout is what the architecture map's "Packages" section says: for each
-// top-level package under internal/, the internal packages it may import
+// package under internal/ it has a row for (top-level packages, and the
+// subpackages with rows of their own), the internal packages it may import
 // ("*" for anything), and for each heavy dependency (a module path
 // prefix), the only packages that may import it.
 type layout struct {
@@ -27,18 +30,27 @@ type layout struct {
 	heavy   map[string][]string
 }
 
-// readLayout parses the tables of the map's "Packages" section: rows of
-// three cells are packages (name, what it provides, what it may import),
-// rows of two are heavy dependencies (prefix, the packages allowed).
+// readLayout reads the architecture map's layout (see parseLayout).
 func readLayout(t *testing.T) layout {
 	t.Helper()
 	b, err := os.ReadFile(architecture)
 	if err != nil {
 		t.Fatal(err)
 	}
+	l, err := parseLayout(string(b))
+	if err != nil {
+		t.Fatalf("%s: %v", architecture, err)
+	}
+	return l
+}
+
+// parseLayout parses the tables of a map's "Packages" section: rows of
+// three cells are packages (name, what it provides, what it may import),
+// rows of two are heavy dependencies (prefix, the packages allowed).
+func parseLayout(src string) (layout, error) {
 	l := layout{allowed: map[string][]string{}, heavy: map[string][]string{}}
 	in := false
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(src, "\n") {
 		line = strings.TrimSpace(line)
 		if strings.HasPrefix(line, "## ") {
 			in = line == "## Packages"
@@ -49,39 +61,46 @@ func readLayout(t *testing.T) layout {
 		}
 		cells := strings.Split(strings.Trim(line, "|"), "|")
 		name := strings.Trim(strings.TrimSpace(cells[0]), "`")
+		var names []string
+		var err error
 		switch len(cells) {
 		case 3:
-			l.allowed[name] = codeNames(t, cells[2])
+			names, err = codeNames(cells[2])
+			l.allowed[name] = names
 		case 2:
-			l.heavy[name] = codeNames(t, cells[1])
+			names, err = codeNames(cells[1])
+			l.heavy[name] = names
 		default:
-			t.Fatalf("%s: a table row of %d cells: %s", architecture, len(cells), line)
+			err = fmt.Errorf("a table row of %d cells: %s", len(cells), line)
+		}
+		if err != nil {
+			return layout{}, err
 		}
 	}
 	if len(l.allowed) == 0 || len(l.heavy) == 0 {
-		t.Fatalf("%s: no package table or no heavy-dependency table in its Packages section", architecture)
+		return layout{}, errors.New("no package table or no heavy-dependency table in its Packages section")
 	}
-	return l
+	return l, nil
 }
 
 // codeNames reads a cell listing `names`: "anything" is "*", "—" is none.
-func codeNames(t *testing.T, cell string) []string {
+func codeNames(cell string) ([]string, error) {
 	cell = strings.TrimSpace(cell)
 	switch cell {
 	case "anything":
-		return []string{"*"}
+		return []string{"*"}, nil
 	case "—", "-", "":
-		return []string{}
+		return []string{}, nil
 	}
 	var out []string
 	for _, part := range strings.Split(cell, ",") {
 		part = strings.TrimSpace(part)
 		if len(part) < 3 || part[0] != '`' || part[len(part)-1] != '`' {
-			t.Fatalf("%s: %q is not a `name` in cell %q", architecture, part, cell)
+			return nil, fmt.Errorf("%q is not a `name` in cell %q", part, cell)
 		}
 		out = append(out, part[1:len(part)-1])
 	}
-	return out
+	return out, nil
 }
 
 type goFile struct {
@@ -91,6 +110,17 @@ type goFile struct {
 	imports []string
 	doc     bool // has a package comment
 	name    string
+}
+
+// pkgOf is the package a file belongs to, by its path relative to the
+// module root: the top-level package under internal/, else its directory.
+func pkgOf(rel string) string {
+	dir := filepath.ToSlash(filepath.Dir(rel))
+	if rest, ok := strings.CutPrefix(dir, "internal/"); ok {
+		top, _, _ := strings.Cut(rest, "/")
+		return top
+	}
+	return dir
 }
 
 func loadFiles(t *testing.T) []goFile {
@@ -115,12 +145,7 @@ func loadFiles(t *testing.T) []goFile {
 			return err
 		}
 		gf := goFile{rel: filepath.ToSlash(path), test: strings.HasSuffix(path, "_test.go"), doc: f.Doc != nil, name: f.Name.Name}
-		dir := filepath.ToSlash(filepath.Dir(path))
-		if rest, ok := strings.CutPrefix(dir, "internal/"); ok {
-			gf.pkg, _, _ = strings.Cut(rest, "/")
-		} else {
-			gf.pkg = dir
-		}
+		gf.pkg = pkgOf(gf.rel)
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			gf.imports = append(gf.imports, p)
@@ -137,15 +162,46 @@ func loadFiles(t *testing.T) []goFile {
 // TestImportAllowList enforces the architecture map's package table.
 func TestImportAllowList(t *testing.T) {
 	t.Parallel()
-	l := readLayout(t)
-	for _, f := range loadFiles(t) {
-		double := isTestDouble(strings.TrimPrefix(filepath.ToSlash(filepath.Dir(f.rel)), "internal/"))
+	for _, msg := range importViolations(readLayout(t), loadFiles(t)) {
+		t.Error(msg)
+	}
+}
+
+// owner is the package of the table that the package at rel (a path below
+// internal/) belongs to: the nearest of itself and its parents that has a
+// row, else its top-level package (a subpackage belongs to its top-level
+// package unless the table lists it).
+func (l layout) owner(rel string) string {
+	for p := rel; ; {
+		if _, ok := l.allowed[p]; ok {
+			return p
+		}
+		i := strings.LastIndex(p, "/")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	top, _, _ := strings.Cut(rel, "/")
+	return top
+}
+
+// importViolations returns one message for each import of files that l
+// forbids, naming the importing package, the imported one and the file.
+func importViolations(l layout, files []goFile) []string {
+	var out []string
+	for _, f := range files {
+		dir := filepath.ToSlash(filepath.Dir(f.rel))
+		double := isTestDouble(strings.TrimPrefix(dir, "internal/"))
+		if rest, ok := strings.CutPrefix(dir, "internal/"); ok {
+			f.pkg = l.owner(rest)
+		}
 		for _, imp := range f.imports {
 			rest, ok := strings.CutPrefix(imp, module+"/internal/")
 			if ok {
-				target, _, _ := strings.Cut(rest, "/")
+				target := l.owner(rest)
 				if !f.test && !double && isTestDouble(rest) {
-					t.Errorf("%s imports test-only package %s outside a _test.go file", f.rel, imp)
+					out = append(out, fmt.Sprintf("%s imports test-only package %s outside a _test.go file", f.rel, imp))
 				}
 				if f.test || double || target == f.pkg {
 					continue
@@ -153,16 +209,16 @@ func TestImportAllowList(t *testing.T) {
 				switch {
 				case f.pkg == "cmd/apiary":
 					if target != "cli" {
-						t.Errorf("forbidden import: cmd/apiary -> %s (%s); main may import only cli", target, f.rel)
+						out = append(out, fmt.Sprintf("forbidden import: cmd/apiary -> %s (%s); main may import only cli", target, f.rel))
 					}
 				default:
 					allow, known := l.allowed[f.pkg]
 					if !known {
-						t.Errorf("package %s (%s) is not in %s's package table; add it there", f.pkg, f.rel, architecture)
+						out = append(out, fmt.Sprintf("package %s (%s) is not in %s's package table; add it there", f.pkg, f.rel, architecture))
 						continue
 					}
 					if !slices.Contains(allow, "*") && !slices.Contains(allow, target) {
-						t.Errorf("forbidden import: %s -> %s (%s); %s says %s may import only %v", f.pkg, target, f.rel, architecture, f.pkg, allow)
+						out = append(out, fmt.Sprintf("forbidden import: %s -> %s (%s); %s says %s may import only %v", f.pkg, target, f.rel, architecture, f.pkg, allow))
 					}
 				}
 				continue
@@ -172,11 +228,12 @@ func TestImportAllowList(t *testing.T) {
 			}
 			for prefix, pkgs := range l.heavy {
 				if strings.HasPrefix(imp, prefix) && !slices.Contains(pkgs, f.pkg) {
-					t.Errorf("heavy dependency %s imported by %s (%s); %s allows only %v", imp, f.pkg, f.rel, architecture, pkgs)
+					out = append(out, fmt.Sprintf("heavy dependency %s imported by %s (%s); %s allows only %v", imp, f.pkg, f.rel, architecture, pkgs))
 				}
 			}
 		}
 	}
+	return out
 }
 
 // TestLayoutTableKnown: every package the table names exists, so the map
@@ -253,6 +310,99 @@ func TestNoInit(t *testing.T) {
 		}
 		if strings.Contains(string(src), "\nfunc init() {") {
 			t.Errorf("%s declares init(); wire dependencies explicitly instead", f.rel)
+		}
+	}
+}
+
+// syntheticMap is an architecture map whose tables the checker is tried on.
+const syntheticMap = "# map\n\n## Packages\n\n" +
+	"| package | provides | may import (internal) |\n|---|---|---|\n" +
+	"| `cli` | wiring | anything |\n" +
+	"| `store` | storage | — |\n" +
+	"| `runner` | the runtime | `store` |\n" +
+	"| `swarm` | swarm mode | `store`, `swarm/policy` |\n" +
+	"| `swarm/policy` | decisions | — |\n\n" +
+	"  | dependency | only in |\n  |---|---|\n" +
+	"  | `example.com/heavy/` | `store` |\n\n" +
+	"## Other\n\n| `ignored` | outside the section | `runner` |\n"
+
+// TestImportViolations: fed a synthetic map and import graph, the checker
+// names both ends of each forbidden edge and the file, and lets the
+// allowed ones pass.
+func TestImportViolations(t *testing.T) {
+	t.Parallel()
+	l, err := parseLayout(syntheticMap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.allowed["ignored"]; ok || !slices.Equal(l.allowed["runner"], []string{"store"}) || !slices.Equal(l.allowed["store"], []string{}) {
+		t.Fatalf("parseLayout = %+v", l)
+	}
+	in := func(pkg string) string { return module + "/internal/" + pkg }
+	file := func(rel string, test bool, imports ...string) goFile {
+		return goFile{pkg: pkgOf(rel), rel: rel, test: test, imports: imports}
+	}
+	for _, tt := range []struct {
+		name string
+		file goFile
+		want []string // substrings of the one message expected; none: allowed
+	}{
+		{"allowed", file("internal/runner/run.go", false, in("store"), "fmt"), nil},
+		{"forbidden", file("internal/runner/run.go", false, in("swarm")), []string{"runner -> swarm", "internal/runner/run.go"}},
+		{"forbidden into a subpackage", file("internal/store/x.go", false, in("runner/sub")), []string{"store -> runner", "internal/store/x.go"}},
+		{"forbidden from a subpackage", file("internal/store/local/x.go", false, in("swarm")), []string{"store -> swarm", "internal/store/local/x.go"}},
+		{"peers", file("internal/swarm/s.go", false, in("runner")), []string{"swarm -> runner"}},
+		{"within a package", file("internal/runner/sub/a.go", false, in("runner")), nil},
+		{"anything", file("internal/cli/main.go", false, in("runner"), in("swarm")), nil},
+		{"tests may import anything", file("internal/store/x_test.go", true, in("runner"), "example.com/heavy/v2"), nil},
+		{"main imports only cli", file("cmd/apiary/main.go", false, in("runner")), []string{"cmd/apiary -> runner"}},
+		{"main", file("cmd/apiary/main.go", false, in("cli")), nil},
+		{"unknown package", file("internal/extra/e.go", false, in("store")), []string{"package extra", "not in"}},
+		{"heavy dependency", file("internal/runner/db.go", false, "example.com/heavy/v2"), []string{"example.com/heavy/v2", "runner", "[store]"}},
+		{"heavy dependency where allowed", file("internal/store/db.go", false, "example.com/heavy/v2"), nil},
+		{"a subpackage's own row", file("internal/swarm/policy/p.go", false, in("store")), []string{"swarm/policy -> store", "internal/swarm/policy/p.go"}},
+		{"its subpackages", file("internal/swarm/policy/sub/p.go", false, in("store")), []string{"swarm/policy -> store"}},
+		{"into a subpackage with a row", file("internal/runner/r.go", false, in("swarm/policy")), []string{"runner -> swarm/policy"}},
+		{"a parent to a subpackage it lists", file("internal/swarm/s.go", false, in("swarm/policy")), nil},
+		{"a subpackage to its parent", file("internal/swarm/policy/p.go", false, in("swarm")), []string{"swarm/policy -> swarm"}},
+		{"a subpackage without a row is its parent", file("internal/swarm/layout/l.go", false, in("swarm/policy"), in("store")), nil},
+		{"heavy dependency in a subpackage", file("internal/store/local/db.go", false, "example.com/heavy/v2"), nil},
+		{"test double outside a test", file("internal/runner/run.go", false, in("store/storetest")), []string{"internal/runner/run.go", "store/storetest"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := importViolations(l, []goFile{tt.file})
+			if len(tt.want) == 0 {
+				if len(got) != 0 {
+					t.Fatalf("violations %q, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("violations %q, want one naming %q", got, tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got[0], w) {
+					t.Errorf("violation %q does not name %q", got[0], w)
+				}
+			}
+		})
+	}
+}
+
+// TestParseLayoutErrors: a map the checker cannot read is an error, not
+// an empty allow-list that lets everything pass.
+func TestParseLayoutErrors(t *testing.T) {
+	t.Parallel()
+	for name, src := range map[string]string{
+		"no section":      "# map\n\n| `a` | x | — |\n",
+		"no heavy table":  "## Packages\n\n| `a` | x | — |\n",
+		"bad cell":        "## Packages\n\n| `a` | x | b |\n| `h/` | `a` |\n",
+		"row of 4 cells":  "## Packages\n\n| `a` | x | — | y |\n| `h/` | `a` |\n",
+		"no package rows": "## Packages\n\n| `h/` | `a` |\n",
+	} {
+		if l, err := parseLayout(src); err == nil {
+			t.Errorf("%s: parseLayout = %+v, want an error", name, l)
 		}
 	}
 }

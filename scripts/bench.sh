@@ -40,6 +40,7 @@ run worktree-pool go test ./internal/git -run '^$' -bench WorktreePool10k -bench
 run worktree-pool-random go test ./internal/git -run TestWorktreePoolRandom -pool.seeds=50
 run etcd-capacity go test ./internal/board/etcd/etcdproc -run 'TestCapacity3Members|TestCheckPerf' -etcdproc.full -v
 run claim-path go test ./internal/board/etcd -run TestClaimPathScale -etcd.full -v -timeout 30m
+run runtime-supervision go test -run '^$' -bench 'AttemptLingering|LongCheck' -benchtime 3x ./internal/agent ./internal/runs
 run go-benchmarks go test -run '^$' -bench . -benchtime 1s \
 	./internal/sse ./internal/llmapi ./internal/sched ./internal/gateway ./internal/capability ./internal/durable ./internal/plan \
 	./internal/board/local

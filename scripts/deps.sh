@@ -30,6 +30,10 @@ apt_wants=(
 	"etcd etcd-server"
 	"etcdctl etcd-client"
 	"chromium chromium"
+	"tmux tmux"
+	"curl curl"
+	"zsh zsh"
+	"fish fish"
 )
 missing=()
 for pair in "${apt_wants[@]}"; do

@@ -49,14 +49,24 @@ MOCKS: list = []  # the mock APIs started, for their first window's start
 
 
 def windowed_server(window: float):
-    """MockAPIServer whose fixed window lasts window seconds instead of 60."""
+    """MockAPIServer whose fixed window lasts window seconds instead of 60, and
+    which notes when it served each successful request (for the floor; the
+    answers are the mock's own)."""
 
     class Windowed(MockAPIServer):
         def __init__(self, config=None):
             super().__init__(config)
             self._rate_state.window_seconds = window
             self._rate_state_started = self._rate_state.window_start
+            self.served: list[tuple[str, float, float]] = []  # (agent, arrived, answered)
             MOCKS.append(self)
+
+        async def _handle_messages(self, request):
+            arrived = time.time()
+            resp = await super()._handle_messages(request)
+            if resp.status_code == 200:
+                self.served.append((request.headers.get("x-hivemind-agent-id", ""), arrived, time.time()))
+            return resp
 
     return Windowed
 
@@ -82,18 +92,19 @@ class ApiaryHarness(harness.BenchmarkHarness):
             stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
         )
         url = f"http://127.0.0.1:{self._proxy_port}/_apiary/health"
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30  # a loaded machine can take a while to start it
         async with httpx.AsyncClient() as client:
             while time.monotonic() < deadline:
                 try:
                     if (await client.get(url, timeout=1.0)).status_code == 200:
                         return
-                except (httpx.ConnectError, httpx.ReadError):
+                except (httpx.ConnectError, httpx.ReadError, httpx.TimeoutException):
                     pass
                 await asyncio.sleep(0.05)
+        self._stop_proxy()  # the harness does not stop a proxy that never started
         raise TimeoutError("apiary gateway did not become ready")
 
-    async def _stop_all(self) -> None:
+    def _stop_proxy(self) -> None:
         if self.proc is not None:
             self.proc.terminate()
             try:
@@ -102,20 +113,44 @@ class ApiaryHarness(harness.BenchmarkHarness):
                 self.proc.kill()
                 self.proc.wait()
             self.proc = None
+
+    async def _stop_all(self) -> None:
+        self._stop_proxy()
         await super()._stop_all()
 
 
-def floor_seconds(scenario, succeeded: int, window: float, first_left: float) -> float:
-    """The least wall time any proxy could need: the successful requests cannot
-    outrun the limit (the last of them goes in window ceil(S/L); the mock's
-    first window began when it started, first_left seconds before the agents'
-    start; each later one begins at its first request), and no agent can
-    finish faster than its turns at the mock's base latency plus the mock
-    agent's 50 ms pause between turns."""
-    windows = math.ceil(succeeded / scenario.api_requests_per_minute) if succeeded else 0
-    rate = first_left + (windows - 2) * window if windows >= 2 else 0.0
-    chain = scenario.agent_turns * scenario.api_base_latency_ms / 1000 + (scenario.agent_turns - 1) * 0.05
-    return max(rate + scenario.api_base_latency_ms / 1000, chain)
+def floor_seconds(scenario, mock, window: float, first_left: float) -> dict:
+    """The least wall time any proxy could need, from what the mock did in this
+    run (its latencies are random, a fifth of latency-spike's answers take five
+    times as long, and no proxy makes the mock answer faster than it did):
+
+    chain: no agent finishes before the mock has served its turns one after
+      another, each taking as long as the mock took to answer it here, with the
+      mock agent's 50 ms pause between turns;
+    rate:  the S successful requests cannot outrun the limit L: R = S - L(w-1)
+      of them go in window w = ceil(S/L) or later (the mock's first window began
+      when it started, first_left seconds before the agents' start; each later
+      one begins at its first request), so some agent makes ceil(R/agents) turns
+      one after another in that window, each taking the mock's mean answering
+      time m, and under a concurrency cap c the mock needs R*m/c for them."""
+    served = list(mock.served) if mock else []
+    per_agent: dict[str, list[float]] = {}
+    for agent, arrived, answered in served:
+        per_agent.setdefault(agent, []).append(answered - arrived)
+    chain = max((sum(d) + (len(d) - 1) * 0.05 for d in per_agent.values()), default=0.0)
+    succeeded, limit = len(served), scenario.api_requests_per_minute
+    rate = 0.0
+    if succeeded:
+        windows = math.ceil(succeeded / limit)
+        start = first_left + (windows - 2) * window if windows >= 2 else 0.0
+        mean = sum(answered - arrived for _, arrived, answered in served) / succeeded
+        last = succeeded - limit * (windows - 1)
+        turns = math.ceil(last / scenario.num_agents)
+        work = turns * mean + (turns - 1) * 0.05
+        if scenario.api_max_concurrent > 0:
+            work = max(work, last * mean / scenario.api_max_concurrent)
+        rate = start + work
+    return {"floor_s": round(max(chain, rate), 2), "floor_chain_s": round(chain, 2), "floor_rate_s": round(rate, 2)}
 
 
 async def run_one(name: str, mode: str, window: float, seed: int, binary: str, logdir: str) -> dict:
@@ -138,7 +173,7 @@ async def run_one(name: str, mode: str, window: float, seed: int, binary: str, l
     s["upstream_429"] = api.get("total_rate_limited")
     s["upstream_errors"] = api.get("total_errors")
     first_left = window - (res.started_at - MOCKS[0]._rate_state_started) if MOCKS else window
-    s["floor_s"] = round(floor_seconds(scenario, res.total_succeeded, window, first_left), 2)
+    s.update(floor_seconds(scenario, MOCKS[0] if MOCKS else None, window, first_left))
     s["wall_over_floor"] = round(res.wall_time_s / s["floor_s"], 3) if s["floor_s"] else None
     s["errors"] = sorted({e for r in res.agent_results for e in r.errors})[:5]
     return s
@@ -159,7 +194,7 @@ async def main_async(args) -> None:
                 s = await run_one(name, mode, args.window, seed, args.binary, args.logdir)
                 done += 1
                 print(f"hivemind-compare:   {name} {mode}: {s['agents_dead']}/{s['num_agents']} dead, "
-                      f"wall {s['wall_time_s']:.1f}s (floor {s['floor_s']:.1f}s), 429s {s['upstream_429']}",
+                      f"wall {s['wall_time_s']:.1f}s (floor {s['floor_s']:.2f}s, ×{s['wall_over_floor']}), 429s {s['upstream_429']}",
                       file=sys.stderr, flush=True)
                 print(json.dumps(s), flush=True)
                 await asyncio.sleep(0.5)

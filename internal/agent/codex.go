@@ -47,8 +47,8 @@ func buildCodex(b *builder) error {
 		t.kv("base_url", tomlString(withV1(s.BaseURL)))
 		t.kv("env_key", tomlString("OPENAI_API_KEY"))
 		t.kv("wire_api", tomlString("responses"))
-		// The gateway proxies HTTP; Codex would first spend retries on a
-		// WebSocket upgrade.
+		// HTTP: the gateway paces, queues and retries HTTP requests; it
+		// meters a WebSocket session's responses but cannot pace them.
 		t.kv("supports_websockets", "false")
 	}
 	for _, m := range s.MCPServers {

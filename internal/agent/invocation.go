@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -124,23 +123,6 @@ func (s Spec) Invocation(path string) (Invocation, error) {
 func (s Spec) Command(path string) (argv []string, env []string, err error) {
 	inv, err := s.Invocation(path)
 	return inv.Argv, inv.Env, err
-}
-
-// writeFiles writes an invocation's configuration files.
-func writeFiles(files []File) error {
-	for _, f := range files {
-		if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
-			return fmt.Errorf("agent: config: %w", err)
-		}
-		tmp := f.Path + ".tmp"
-		if err := os.WriteFile(tmp, f.Data, 0o600); err != nil {
-			return fmt.Errorf("agent: config: %w", err)
-		}
-		if err := os.Rename(tmp, f.Path); err != nil {
-			return fmt.Errorf("agent: config: %w", err)
-		}
-	}
-	return nil
 }
 
 // withV1 is a base URL with the /v1 the OpenAI-style and AI-SDK clients

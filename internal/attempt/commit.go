@@ -26,7 +26,8 @@ func commit(ctx context.Context, s *Spec) (string, error) {
 		now = time.Now
 	}
 	sig := git.Signature{Name: "apiary (" + c.Author + ")", Email: "apiary@localhost", When: now()}
-	_, err = wt.CommitAll(ctx, git.CommitOptions{Message: msg, Author: sig, Exclude: []string{rundir.StateDir}})
+	_, err = wt.CommitAll(ctx, git.CommitOptions{Message: msg, Author: sig, Exclude: []string{rundir.StateDir},
+		Sparse: s.Pool != nil && len(s.Sparse) > 0})
 	if err != nil && !errors.Is(err, git.ErrNothingToCommit) {
 		return "", fmt.Errorf("committing the result: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/gate"
 	"github.com/apiary-dev/apiary/internal/git"
+	"github.com/apiary-dev/apiary/internal/proc"
 	"github.com/apiary-dev/apiary/internal/rundir"
 )
 
@@ -42,6 +43,15 @@ type Spec struct {
 	DeleteBranch bool
 	// Lock serializes worktree-list commands; nil: none.
 	Lock Locker
+	// Pool, if set, lends the worktree instead of `git worktree add`: it is
+	// acquired at Worktree (the same files, index and HEAD as a fresh add)
+	// and, when Run returns, released back to the pool, which restores it
+	// for the next attempt, instead of removed. The branch outlives the
+	// release as it outlives a removal. Sparse, with a Pool, are the
+	// directories of a cone-mode sparse checkout (see SparseCone); nil
+	// checks out the whole tree.
+	Pool   Pool
+	Sparse []string
 
 	// Envelope is written into the worktree (EnvelopeIn) before the agent
 	// starts; EnvelopeCopy, if set, is a durable copy (the run
@@ -77,6 +87,11 @@ type Spec struct {
 	// Gates runs the static gates of the envelope (write scope, sealed
 	// paths, forbidden patterns) on the candidate.
 	Gates bool
+
+	// Procs contains the agent's processes (and those of every command
+	// run under the attempt's context): see package proc. nil: process
+	// groups, unmarked.
+	Procs *proc.Tracker
 
 	// Hooks around the attempt; each is optional.
 	Hooks Hooks
@@ -184,10 +199,14 @@ func Run(ctx context.Context, s Spec) (res Result, err error) {
 			res.Interrupted = true
 		}
 	}()
-	if err := provision(ctx, &s); err != nil {
+	if s.Procs != nil {
+		ctx = proc.WithTracker(ctx, s.Procs)
+	}
+	lent, err := provision(ctx, &s)
+	if err != nil {
 		return res, err
 	}
-	defer cleanup(ctx, &s, log)
+	defer cleanup(ctx, &s, lent, log)
 	if s.Home != "" {
 		defer os.RemoveAll(s.Home)
 	}
@@ -316,14 +335,22 @@ func lockDo(l Locker, fn func() error) error {
 	return l.Do(fn)
 }
 
-// provision creates the worktree (after the Provision hook).
-func provision(ctx context.Context, s *Spec) error {
+// provision creates the worktree (after the Provision hook), or acquires
+// it from the Pool.
+func provision(ctx context.Context, s *Spec) (*git.PooledWorktree, error) {
 	if s.Hooks.Provision != nil {
 		if err := s.Hooks.Provision(s.Worktree, s.Branch); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	if s.Pool != nil {
+		return acquire(ctx, s)
+	}
 	repo := s.Repo
+	// Never killed half-way: a worktree add cut short by a cancel leaves
+	// metadata that breaks every later one.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+	defer cancel()
 	add := func() error {
 		if s.Branch == "" {
 			return repo.WorktreeAddDetached(ctx, s.Worktree, s.Base)
@@ -343,18 +370,22 @@ func provision(ctx context.Context, s *Spec) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("provisioning the worktree: %w", err)
+		return nil, fmt.Errorf("provisioning the worktree: %w", err)
 	}
-	return nil
+	return nil, nil
 }
 
-// cleanup removes the worktree (and, if asked, the branch) even after ctx
-// ended.
-func cleanup(ctx context.Context, s *Spec, log *slog.Logger) {
+// cleanup removes the worktree, or releases it to the pool that lent it,
+// and, if asked, deletes the branch, even after ctx ended.
+func cleanup(ctx context.Context, s *Spec, lent *git.PooledWorktree, log *slog.Logger) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 	defer cancel()
 	if s.Hooks.Teardown != nil {
 		s.Hooks.Teardown(s.Worktree)
+	}
+	if lent != nil {
+		release(cctx, s, lent, log)
+		return
 	}
 	err := lockDo(s.Lock, func() error {
 		if err := s.Repo.WorktreeRemove(cctx, s.Worktree); err != nil {

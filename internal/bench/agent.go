@@ -3,7 +3,6 @@ package bench
 import (
 	"io"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -26,13 +25,4 @@ func (ir *idleReader) Read(p []byte) (int, error) {
 		ir.t.Reset(ir.d)
 	}
 	return n, err
-}
-
-// ProcessCPU is the CPU time this process has used so far.
-func ProcessCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -6,5 +6,7 @@
 // hop costs; and RunZoo runs mock agents through a gateway against a zoo of
 // independent upstream models (ZooModel), randomised per seed, whose
 // windows, periods, reset formats, caps and faults the gateway is never
-// told.
+// told. For swarm mode: RunSwarm drains a simulated run on a board, by
+// self-organizing claims or through one central scheduler, and Swarm
+// measures both across boards and worker counts.
 package bench

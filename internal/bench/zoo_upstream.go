@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/apiary-dev/apiary/internal/sse"
 )
 
 // ZooModel is one upstream of the zoo: an independent model of a rate-limited
@@ -359,46 +361,36 @@ func (u *zooUpstream) respond(w http.ResponseWriter, stream bool, in, out int64,
 	}
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
-	fl, _ := w.(http.Flusher)
-	emit := func(s string) {
-		_, _ = w.Write([]byte(s))
-		if fl != nil {
-			fl.Flush()
-		}
+	sw := sse.NewWriter(w) // flushes after every event
+	emit := func(event string, v any) {
+		b, _ := json.Marshal(v)
+		_ = sw.Event(event, b)
 	}
 	chunks := []string{text[:len(text)/3], text[len(text)/3 : 2*len(text)/3], text[2*len(text)/3:]}
 	if u.m.Format == "anthropic" {
-		emit(sse("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_zoo", "type": "message", "role": "assistant",
-			"model": "claude-sonnet-4-5", "content": []any{}, "usage": map[string]int64{"input_tokens": in, "output_tokens": 1}}}))
-		emit(sse("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]string{"type": "text", "text": ""}}))
+		emit("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_zoo", "type": "message", "role": "assistant",
+			"model": "claude-sonnet-4-5", "content": []any{}, "usage": map[string]int64{"input_tokens": in, "output_tokens": 1}}})
+		emit("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]string{"type": "text", "text": ""}})
 		for i, c := range chunks {
 			if cut && i == 1 {
 				panic(http.ErrAbortHandler) // the connection breaks mid-stream
 			}
-			emit(sse("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]string{"type": "text_delta", "text": c}}))
+			emit("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]string{"type": "text_delta", "text": c}})
 			time.Sleep(5 * time.Millisecond)
 		}
-		emit(sse("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0}))
-		emit(sse("message_delta", map[string]any{"type": "message_delta", "delta": map[string]string{"stop_reason": "end_turn"}, "usage": map[string]int64{"output_tokens": out}}))
-		emit(sse("message_stop", map[string]any{"type": "message_stop"}))
+		emit("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+		emit("message_delta", map[string]any{"type": "message_delta", "delta": map[string]string{"stop_reason": "end_turn"}, "usage": map[string]int64{"output_tokens": out}})
+		emit("message_stop", map[string]any{"type": "message_stop"})
 		return
 	}
 	for _, c := range chunks {
-		emit(sse("", map[string]any{"id": "chatcmpl-zoo", "object": "chat.completion.chunk", "model": "gpt-4o",
-			"choices": []map[string]any{{"index": 0, "delta": map[string]string{"content": c}, "finish_reason": nil}}}))
+		emit("", map[string]any{"id": "chatcmpl-zoo", "object": "chat.completion.chunk", "model": "gpt-4o",
+			"choices": []map[string]any{{"index": 0, "delta": map[string]string{"content": c}, "finish_reason": nil}}})
 		time.Sleep(5 * time.Millisecond)
 	}
-	emit(sse("", map[string]any{"id": "chatcmpl-zoo", "object": "chat.completion.chunk", "model": "gpt-4o",
-		"choices": []map[string]any{{"index": 0, "delta": map[string]string{}, "finish_reason": "stop"}}}))
-	emit(sse("", map[string]any{"id": "chatcmpl-zoo", "object": "chat.completion.chunk", "model": "gpt-4o", "choices": []any{},
-		"usage": map[string]int64{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out}}))
-	emit("data: [DONE]\n\n")
-}
-
-func sse(event string, v any) string {
-	b, _ := json.Marshal(v)
-	if event == "" {
-		return "data: " + string(b) + "\n\n"
-	}
-	return "event: " + event + "\ndata: " + string(b) + "\n\n"
+	emit("", map[string]any{"id": "chatcmpl-zoo", "object": "chat.completion.chunk", "model": "gpt-4o",
+		"choices": []map[string]any{{"index": 0, "delta": map[string]string{}, "finish_reason": "stop"}}})
+	emit("", map[string]any{"id": "chatcmpl-zoo", "object": "chat.completion.chunk", "model": "gpt-4o", "choices": []any{},
+		"usage": map[string]int64{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out}})
+	_ = sw.Event("", []byte("[DONE]"))
 }

@@ -33,3 +33,9 @@ func DecodeTask(kv KV) (Task, error) { return decodeTask(kv) }
 
 // DecodeClaim reads a claim record; Token is taken from kv.CreateRevision.
 func DecodeClaim(kv KV) (Claim, error) { return decodeClaim(kv) }
+
+// IntentKey returns the key of task and worker's declared intent, for a
+// caller that withdraws it inside the transaction recording the task's
+// outcome (an intent bound to a lease shared with other work outlives the
+// task otherwise).
+func IntentKey(task, worker string) string { return intentKey(task, worker) }

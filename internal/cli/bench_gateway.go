@@ -3,12 +3,9 @@ package cli
 import (
 	"context"
 	"flag"
-	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/bench"
@@ -16,9 +13,9 @@ import (
 
 func benchGatewayCommand() *command {
 	return &command{
-		name:    "gateway",
-		summary: "reproduce HIVEMIND's evaluation: agents on a shared rate limit, direct and through the gateway",
-		help: `gateway runs each scenario of HIVEMIND's evaluation (issue 3's table) twice on a
+		Name:    "gateway",
+		Summary: "reproduce HIVEMIND's evaluation: agents on a shared rate limit, direct and through the gateway",
+		Help: `gateway runs each scenario of HIVEMIND's evaluation (the table of its paper) twice on a
 fresh in-process llmfake: once with the mock agents talking to it directly and
 once through an in-process gateway. Mock agents make sequential turns (a
 200-character message, max_tokens 1024, output ~ N(150, 50)), use no client-side
@@ -50,7 +47,12 @@ told nothing of it. It reports per seed the deaths, 429s, the longest turn and
 the wall time against an oracle's schedule, and the zoo's criteria over the
 seeds whose load fits the limit within the timeout: 0 deaths, wall ≤ 1.15×
 the bound, every turn shorter than the timeout, 429s ≤ 2 % of requests.`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		Examples: []string{
+			"apiary bench gateway",
+			"apiary bench gateway --scenario micro-10,micro-20 --time-scale 0.1",
+			"apiary bench gateway --ablate retry --json",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			names := fs.String("scenario", "all", "comma-separated scenario `NAMES` (micro-5, micro-10, micro-20, micro-50, replay-11, stress, latency-spike) or all")
 			variants := fs.String("variant", "base", "comma-separated `VARIANTS`: base, stream, bucket, resets, cuts, or all")
 			ablate := fs.String("ablate", "", "also run the gateway with one `PRIMITIVE` off: retry, admission, aimd, ratelimit or breaker")
@@ -88,32 +90,15 @@ the bound, every turn shorter than the timeout, 429s ≤ 2 % of requests.`,
 				if *scale <= 0 || *scale > 1 {
 					return usagef("--time-scale must be in (0, 1]")
 				}
-				modes := []string{"gateway"}
-				if !*noDirect {
-					modes = append([]string{"direct"}, modes...)
-				}
-				if *ablate != "" {
-					modes = append(modes, "gateway-no-"+*ablate)
-				}
-				var results []bench.ScenarioResult
-				for _, v := range vs {
-					for _, sc := range scs {
-						for _, mode := range modes {
-							fmt.Fprintf(e.stderr, "bench gateway: %s/%s %s ...\n", sc.Name, v, mode)
-							r, err := bench.RunScenario(ctx, sc, v, mode, *scale, *seed, e.stderr)
-							if err != nil {
-								return err
-							}
-							fmt.Fprintf(e.stderr, "bench gateway: %s/%s %s: %d/%d agents failed, wall %.1fs (bound %.1fs, ×%.3f)\n",
-								sc.Name, v, mode, r.FailedAgents, r.Agents, r.WallS, r.LowerBoundS, r.Ratio)
-							results = append(results, r)
-						}
-					}
+				results, err := bench.RunSuite(ctx, bench.Suite{Scenarios: scs, Variants: vs, Ablate: *ablate, NoDirect: *noDirect,
+					Scale: *scale, Seed: *seed, Progress: e.Stderr})
+				if err != nil {
+					return err
 				}
 				if *asJSON {
-					return writeJSON(e.stdout, results)
+					return writeJSON(e.Stdout, results)
 				}
-				printGWResults(e.stdout, results)
+				bench.WriteScenarioResults(e.Stdout, results)
 				return nil
 			}
 		},
@@ -135,16 +120,6 @@ func selectScenarios(names string) ([]bench.Scenario, error) {
 	return out, nil
 }
 
-func printGWResults(w io.Writer, rs []bench.ScenarioResult) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tVARIANT\tMODE\tFAILED\tWASTED TOK\tWALL s\tREQ/s\t429\t5XX\tRESETS\tCUTS\tBOUND s\tWALL/BOUND")
-	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d (%.0f%%)\t%d\t%.1f\t%.2f\t%d\t%d\t%d\t%d\t%.1f\t%.3f\n", r.Scenario, r.Variant, r.Mode,
-			r.FailedAgents, r.Agents, 100*r.FailureRate, r.WastedTokens, r.WallS, r.Throughput, r.Upstream429, r.Upstream5xx, r.Resets, r.Cuts, r.LowerBoundS, r.Ratio)
-	}
-	tw.Flush()
-}
-
 func runZooCommand(ctx context.Context, e *env, n int, list string, timeout time.Duration, parallel int, direct, asJSON bool) error {
 	var seeds []uint64
 	if list != "" {
@@ -163,33 +138,14 @@ func runZooCommand(ctx context.Context, e *env, n int, list string, timeout time
 	if timeout <= 0 || parallel < 1 {
 		return usagef("--zoo-timeout and --zoo-parallel must be positive")
 	}
-	res, err := bench.RunZoo(ctx, bench.ZooOptions{Seeds: seeds, Timeout: timeout, Parallel: parallel, Direct: direct, Progress: e.stderr})
+	res, err := bench.RunZoo(ctx, bench.ZooOptions{Seeds: seeds, Timeout: timeout, Parallel: parallel, Direct: direct, Progress: e.Stderr})
 	if err != nil {
 		return err
 	}
 	sum := bench.SummarizeZoo(res, timeout)
 	if asJSON {
-		return writeJSON(e.stdout, struct {
-			Runs    []bench.ZooResult `json:"runs"`
-			Summary bench.ZooSummary  `json:"summary"`
-		}{res, sum})
+		return writeJSON(e.Stdout, bench.ZooReport{Runs: res, Summary: sum})
 	}
-	printZoo(e.stdout, res, sum)
+	bench.WriteZoo(e.Stdout, res, sum)
 	return nil
-}
-
-func printZoo(w io.Writer, rs []bench.ZooResult, s bench.ZooSummary) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEED\tMODE\tUPSTREAM\tAGENTS\tSTREAM\tFITS\tDEAD\tOK\t429\t5XX\tRESETS\tCAP\tMAX TURN s\tWALL s\tBOUND s\tWALL/BOUND")
-	for _, r := range rs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d×%d\t%v\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.3f\n", r.Model.Seed, r.Mode, r.Model, r.Agents, r.Turns, r.Stream, r.Fits,
-			r.Dead, r.Requests, r.Upstream.RateLimited, r.Upstream.Errors5xx, r.Upstream.Resets, r.Upstream.CapRefused, r.MaxTurnS, r.WallS, r.BoundS, r.Ratio)
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "\ngateway, %d seeds (%d whose load fits the limit within the timeout):\n", s.Seeds, s.Fitting)
-	fmt.Fprintf(w, "  deaths where it fits: %d agents of %d (%d seeds)\n", s.DeadFitting, s.AgentsFitting, s.SeedsWithDeaths)
-	fmt.Fprintf(w, "  wall/bound where it fits: median ×%.3f, p90 ×%.3f, max ×%.3f; %d seeds above ×1.15\n", s.RatioMedian, s.RatioP90, s.RatioMax, s.Above115)
-	fmt.Fprintf(w, "  longest turn where it fits: %.1f s (timeout %.0f s)\n", s.MaxTurnS, s.TimeoutS)
-	fmt.Fprintf(w, "  upstream 429s: %d for %d requests (%.2f%%)\n", s.RateLimited, s.Requests, 100*s.RateLimitedShare)
-	fmt.Fprintf(w, "  deaths where it does not fit: %d agents of %d\n", s.DeadNotFitting, s.AgentsNotFitting)
 }

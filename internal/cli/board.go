@@ -13,6 +13,7 @@ import (
 
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/board/connect"
+	"github.com/apiary-dev/apiary/internal/dashboard"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/swarm"
 )
@@ -32,28 +33,36 @@ func openBoard(ctx context.Context, dsn string) (*board.Store, error) {
 
 func boardCommand() *command {
 	return &command{
-		name:    "board",
-		summary: "inspect the swarm runs on a coordination board",
-		help: `The board is where swarm mode keeps its runs: tasks, claims with fencing
+		Name:    "board",
+		Summary: "inspect the swarm runs on a coordination board",
+		Help: `The board is where swarm mode keeps its runs: tasks, claims with fencing
 tokens, intents, conflict records and hints. A board is local:PATH (SQLite,
 one machine; default .apiary/state.db) or etcd://HOST:PORT[,...] (a real etcd
 cluster across machines).`,
-		subs: []*command{boardRunsCommand(), boardStatusCommand()},
+		Examples: []string{
+			"apiary board runs",
+			"apiary board status --board etcd://127.0.0.1:2379",
+		},
+		Subs: []*command{boardRunsCommand(), boardStatusCommand()},
 	}
 }
 
 func boardRunsCommand() *command {
 	return &command{
-		name:    "runs",
-		summary: "list the swarm runs on a board",
-		setup: func(fs *flag.FlagSet) runFunc {
+		Name:    "runs",
+		Summary: "list the swarm runs on a board",
+		Examples: []string{
+			"apiary board runs",
+			"apiary board runs --board etcd://10.0.0.5:2379,10.0.0.6:2379 --json",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			dsn := boardFlag(fs)
 			asJSON := fs.Bool("json", false, "print JSON")
 			return func(ctx context.Context, e *env, args []string) error {
 				if err := noArgs(args); err != nil {
 					return err
 				}
-				st, err := openBoard(ctx, *dsn)
+				st, err := openBoardReadOnly(ctx, *dsn)
 				if err != nil {
 					return err
 				}
@@ -66,9 +75,9 @@ func boardRunsCommand() *command {
 					if runs == nil {
 						runs = []*swarm.Record{}
 					}
-					return writeJSON(e.stdout, runs)
+					return writeJSON(e.Stdout, runs)
 				}
-				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+				tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "RUN\tSTATUS\tTASKS\tBRANCH\tREMOTE\tCREATED")
 				for _, r := range runs {
 					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.Run, r.Status, len(r.Tasks), r.IntegrationBranch, r.Remote, r.Created.Format(time.RFC3339))
@@ -81,21 +90,25 @@ func boardRunsCommand() *command {
 
 func boardStatusCommand() *command {
 	return &command{
-		name:    "status",
-		args:    "[RUN_ID]",
-		summary: "report a swarm run from the board",
-		help: `Prints the report of swarm run RUN_ID (default: the latest on the board): each
+		Name:    "status",
+		Args:    "[RUN_ID]",
+		Summary: "report a swarm run from the board",
+		Help: `Prints the report of swarm run RUN_ID (default: the latest on the board): each
 task's status, attempts, worker, integration and commit; the merge role's
 account; duplicates, hot files with their suggested split tasks, and the
 hints of the run's conflict types.`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		Examples: []string{
+			"apiary board status",
+			"apiary board status --json 20261202-003423-375598",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			dsn := boardFlag(fs)
 			asJSON := fs.Bool("json", false, "print the report as JSON")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 1 {
 					return usagef("want at most one RUN_ID")
 				}
-				st, err := openBoard(ctx, *dsn)
+				st, err := openBoardReadOnly(ctx, *dsn)
 				if err != nil {
 					return err
 				}
@@ -114,13 +127,16 @@ hints of the run's conflict types.`,
 					id = runs[len(runs)-1].Run
 				}
 				rep, err := swarm.LoadReport(ctx, st, id)
+				if errors.Is(err, swarm.ErrNoRun) {
+					return fmt.Errorf("no swarm run %s on the board %s", id, *dsn)
+				}
 				if err != nil {
 					return err
 				}
 				if *asJSON {
-					return writeJSON(e.stdout, rep)
+					return writeJSON(e.Stdout, rep)
 				}
-				return rep.WriteText(e.stdout)
+				return rep.WriteText(e.Stdout)
 			}
 		},
 	}
@@ -131,6 +147,9 @@ type swarmFlags struct {
 	mode, board, remote string
 	shards              int
 	noMerge             bool
+	intentWait          time.Duration
+	hedgeAfter          time.Duration
+	merge               mergeFlags
 }
 
 func swarmRunFlags(fs *flag.FlagSet, f *swarmFlags) {
@@ -139,6 +158,9 @@ func swarmRunFlags(fs *flag.FlagSet, f *swarmFlags) {
 	fs.StringVar(&f.remote, "remote", "", "swarm mode: the shared git remote `URL` workers clone (default: this repository)")
 	fs.IntVar(&f.shards, "shards", 0, "swarm mode: `N` task shards, one gatekeeper each (default 4)")
 	fs.BoolVar(&f.noMerge, "no-merge", false, "swarm mode: do not stand for the merge role in this process")
+	fs.DurationVar(&f.hedgeAfter, "hedge-after", 0, "hedge every task without a hedge or quorum of its own: a second attempt when its first is still running after `DURATION` (default: none; a resume keeps the run's)")
+	addMergeFlags(fs, &f.merge, "swarm mode: ")
+	fs.DurationVar(&f.intentWait, "intent-wait", 0, "swarm mode: how long a worker waits for an overlapping earlier intent, `DURATION` (default: the plan's intent_wait_s, else 10s)")
 }
 
 // runSwarm is `apiary run PLAN --mode swarm`: publish the plan on the
@@ -153,6 +175,17 @@ func (f *runFlags) runSwarm(ctx context.Context, e *env, args []string) error {
 	if len(args) != 1 || f.resume != "" || f.goal != "" {
 		return usagef("swarm mode wants one PLAN (no --resume, no --goal)")
 	}
+	if sf.intentWait < 0 || sf.hedgeAfter < 0 {
+		return usagef("--intent-wait and --hedge-after must not be negative")
+	}
+	if ignored := f.notInSwarm(); len(ignored) > 0 {
+		return usagef("swarm mode: workers run the tasks with their own settings, so %s cannot apply (see apiary worker --help)",
+			strings.Join(ignored, ", "))
+	}
+	mo, err := sf.merge.options()
+	if err != nil {
+		return err
+	}
 	agents, err := loadAgents(f.agents)
 	if err != nil {
 		return err
@@ -160,7 +193,7 @@ func (f *runFlags) runSwarm(ctx context.Context, e *env, args []string) error {
 	repo := git.New(f.repo, git.Options{})
 	root, err := repo.TopLevel(ctx)
 	if err != nil {
-		return fmt.Errorf("%s is not in a git repository: %w", f.repo, err)
+		return repoError(f.repo, err)
 	}
 	dsn := sf.board
 	if dsn == "" {
@@ -175,22 +208,42 @@ func (f *runFlags) runSwarm(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	head := e.stdout
+	head := e.Stdout
 	if f.json {
-		head = e.stderr
+		head = e.Stderr
 	}
-	opts := swarm.Options{Shards: sf.shards, MaxAttempts: f.maxAttempts}
+	var dash *dashboard.Server
+	if f.dash != "" {
+		// The run's view: its DAG, workers and claims, read from the board.
+		o := &dashOptions{repo: root, board: dsn}
+		src, closeSrc, err := o.sources(ctx, e)
+		if err != nil {
+			return err
+		}
+		defer closeSrc()
+		srv, stop, err := serveDash(ctx, e, f.dash, src)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		dash = srv
+	}
+	opts := swarm.Options{Shards: sf.shards, MaxAttempts: f.maxAttempts, IntentWaitS: sf.intentWait.Seconds(),
+		HedgeAfterS: sf.hedgeAfter.Seconds(), Merge: mo}
 	_, rep, err := swarm.Run(ctx, swarm.RunConfig{
 		PublishConfig: swarm.PublishConfig{Store: st, Repo: repo.At(root), Remote: sf.remote, PlanFile: args[0],
 			PlanData: data, Agents: agents, Options: opts},
 		NoMerge: sf.noMerge,
 		Published: func(r *swarm.Record) {
 			fmt.Fprintf(head, "run %s\n", r.Run)
-			fmt.Fprintf(e.stderr, "apiary: published %d tasks on %s; start workers with: apiary worker --board %s --profile PROFILE\n", len(r.Tasks), dsn, dsn)
+			fmt.Fprintf(e.Stderr, "apiary: published %d tasks on %s; start workers with: apiary worker --board %s --profile PROFILE\n", len(r.Tasks), dsn, dsn)
 		},
 		OnTask: func(t board.Task) {
+			if dash != nil {
+				dash.Notify()
+			}
 			if !f.json {
-				fmt.Fprintf(e.stdout, "%s %s %s\n", time.Now().Format("15:04:05"), t.Status, t.ID[strings.IndexByte(t.ID, '/')+1:])
+				fmt.Fprintf(e.Stdout, "%s %s %s\n", time.Now().Format("15:04:05"), t.Status, t.ID[strings.IndexByte(t.ID, '/')+1:])
 			}
 		},
 	})
@@ -209,10 +262,30 @@ func (f *runFlags) runSwarm(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
+// notInSwarm names the flags given that only the runtime (local mode)
+// obeys: in swarm mode workers run the tasks with their own settings.
+func (f *runFlags) notInSwarm() []string {
+	var out []string
+	for _, x := range []struct {
+		set  bool
+		name string
+	}{
+		{f.maxParallel != 0, "--max-parallel"}, {f.modelURL != "", "--model-url"}, {f.noGateway, "--no-gateway"},
+		{f.reconcile != "", "--reconcile-agent"}, {len(f.agentBins) > 0, "--agent-bin"}, {f.sup.deadline != 0, "--deadline"},
+		{f.sup.maxDepth != 0, "--max-depth"}, {f.sup.spawnWindow != 0, "--spawn-window"},
+		{len(f.sup.escrowCommands) > 0, "--escrow-command"}, {len(f.sup.escrowTools) > 0, "--escrow-tool"},
+	} {
+		if x.set {
+			out = append(out, x.name)
+		}
+	}
+	return out
+}
+
 func writeSwarmReport(e *env, rep *swarm.Report, asJSON bool) error {
 	if asJSON {
-		return writeJSON(e.stdout, rep)
+		return writeJSON(e.Stdout, rep)
 	}
-	fmt.Fprintln(e.stdout)
-	return rep.WriteText(e.stdout)
+	fmt.Fprintln(e.Stdout)
+	return rep.WriteText(e.Stdout)
 }

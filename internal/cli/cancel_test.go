@@ -127,7 +127,8 @@ tasks:
 
 	out.Reset()
 	if code := Main(t.Context(), []string{"cancel", "--repo", repoDir, runID}, strings.NewReader(""), &out, &errb); code != 0 {
-		t.Fatalf("cancel the run: exit %d: %s %s", code, out.String(), errb.String())
+		lb, _ := os.ReadFile(logPath)
+		t.Fatalf("cancel the run: exit %d: %s %s\n%s", code, out.String(), errb.String(), lb)
 	}
 	if !strings.Contains(out.String(), "cancelled run "+runID+": 1 task(s) [b]") {
 		t.Errorf("cancel the run: %q", out.String())
@@ -158,6 +159,23 @@ tasks:
 	var removals []map[string]any
 	if err := json.Unmarshal(out.Bytes(), &removals); err != nil || len(removals) != 0 {
 		t.Errorf("the cancelled run left something to reap: %v %s", err, out.String())
+	}
+	// The run has finished: nothing to cancel, exit status 1; likewise for
+	// a run that does not exist.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{runID}, "has finished (cancelled)"},
+		{[]string{runID, "b"}, "has finished (cancelled)"},
+		{[]string{"20200101-000000-abcdef"}, "no run 20200101-000000-abcdef"},
+	} {
+		out.Reset()
+		errb.Reset()
+		code := Main(t.Context(), append([]string{"cancel", "--repo", repoDir}, c.args...), strings.NewReader(""), &out, &errb)
+		if code != 1 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("cancel %v: exit %d, %q; want 1 and %q", c.args, code, errb.String(), c.want)
+		}
 	}
 }
 

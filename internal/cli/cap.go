@@ -3,15 +3,9 @@ package cli
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"io/fs"
-	"math"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,72 +14,48 @@ import (
 
 func capCommand() *command {
 	return &command{
-		name:    "cap",
-		summary: "mint, attenuate, inspect and verify capability tokens",
-		help: `Capability tokens carry a task's authority: which tools it may call, where it
+		Name:    "cap",
+		Summary: "mint, attenuate, inspect and verify capability tokens",
+		Help: `Capability tokens carry a task's authority: which tools it may call, where it
 may write, which hosts it may reach, until when, with what budget and how deep
 it may spawn. A token is an HMAC-SHA256 chain over typed caveats rooted in a
 secret key: anyone holding a token can add caveats offline to narrow it, and
 nobody can remove one without the key. The gateway and the durable server
 verify the token on every call.`,
-		subs: []*command{capKeygenCommand(), capMintCommand(), capAttenuateCommand(), capInspectCommand(), capVerifyCommand()},
+		Examples: []string{
+			"apiary cap keygen cap.key",
+			"apiary cap mint --key-file cap.key --tools read,write --expires 1h",
+		},
+		Subs: []*command{capKeygenCommand(), capMintCommand(), capAttenuateCommand(), capInspectCommand(), capVerifyCommand()},
 	}
 }
 
 func capKeygenCommand() *command {
 	return &command{
-		name:    "keygen",
-		args:    "FILE",
-		summary: "write a new random root key to FILE (mode 0600)",
-		help: `Writes 32 random bytes to FILE with mode 0600, for use with --key-file.
+		Name:    "keygen",
+		Args:    "FILE",
+		Summary: "write a new random root key to FILE (mode 0600)",
+		Help: `Writes 32 random bytes to FILE with mode 0600, for use with --key-file.
 An existing FILE is never overwritten.`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		Examples: []string{
+			"apiary cap keygen cap.key",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			return func(ctx context.Context, e *env, args []string) error {
 				if err := exactArgs(args, 1, "FILE"); err != nil {
 					return err
 				}
-				return writeKeyFile(args[0])
+				return capability.WriteKeyFile(args[0], rand.Reader)
 			}
 		},
 	}
-}
-
-func writeKeyFile(name string) error {
-	key := make([]byte, capability.MinKeyLen)
-	if _, err := rand.Read(key); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%s exists; refusing to overwrite a key", name)
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(key); err != nil {
-		f.Close()
-		os.Remove(name)
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 func readKeyFile(name string) ([]byte, error) {
 	if name == "" {
 		return nil, usagef("missing --key-file")
 	}
-	key, err := os.ReadFile(name)
-	if err != nil {
-		return nil, err
-	}
-	if len(key) < capability.MinKeyLen {
-		return nil, fmt.Errorf("key file %s holds %d bytes, need at least %d (create one with 'apiary cap keygen')", name, len(key), capability.MinKeyLen)
-	}
-	return key, nil
+	return capability.ReadKeyFile(name)
 }
 
 // caveatFlags are the flags shared by mint and attenuate.
@@ -113,63 +83,26 @@ func (c *caveatFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&c.fence, "fence", 0, "bind to the lease with this fencing `token`")
 }
 
-// caveats turns the flags that were set into caveats, in a fixed order.
+// caveats turns the flags that were set into caveats, in a fixed order
+// (see capability.Spec).
 func (c *caveatFlags) caveats(now time.Time) ([]capability.Caveat, error) {
 	set := map[string]bool{}
 	c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var out []capability.Caveat
-	if set["tools"] {
-		out = append(out, capability.Tools(splitList(c.tools)...))
+	cs, err := capability.Spec{Tools: c.tools, Paths: c.paths, Network: c.network, Expires: c.expires,
+		BudgetUSD: c.budgetUSD, BudgetTokens: c.budgetTokens, Depth: c.depth, Fence: c.fence,
+		Set: capability.SpecSet{Tools: set["tools"], Network: set["network"], Expires: set["expires"],
+			BudgetUSD: set["budget-usd"], BudgetTokens: set["budget-tokens"], Depth: set["depth"], Fence: set["fence"]},
+	}.Caveats(now)
+	return cs, capUsage(err)
+}
+
+// capUsage makes a capability.SpecError a usage error naming its flag.
+func capUsage(err error) error {
+	var se *capability.SpecError
+	if errors.As(err, &se) {
+		return usagef("--%v", se)
 	}
-	if len(c.paths) > 0 {
-		out = append(out, capability.PathPrefixes(c.paths...))
-	}
-	if set["network"] {
-		switch hosts := splitList(c.network); {
-		case c.network == "none":
-			out = append(out, capability.NoNetwork())
-		case c.network == "any":
-			out = append(out, capability.AnyNetwork())
-		case len(hosts) == 0:
-			return nil, usagef("--network wants none, any or a list of hosts")
-		default:
-			out = append(out, capability.Hosts(hosts...))
-		}
-	}
-	if set["expires"] {
-		t, err := parseWhen(c.expires, now)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, capability.ExpiresAt(t))
-	}
-	if set["budget-usd"] || set["budget-tokens"] {
-		tokens, usd := int64(-1), int64(-1)
-		if set["budget-tokens"] {
-			if c.budgetTokens < 0 {
-				return nil, usagef("--budget-tokens must be >= 0")
-			}
-			tokens = c.budgetTokens
-		}
-		if set["budget-usd"] {
-			v, err := parseUSD("budget-usd", c.budgetUSD)
-			if err != nil {
-				return nil, err
-			}
-			usd = v
-		}
-		out = append(out, capability.Budget(tokens, usd))
-	}
-	if set["depth"] {
-		if c.depth < 0 {
-			return nil, usagef("--depth must be >= 0")
-		}
-		out = append(out, capability.MaxDepth(c.depth))
-	}
-	if set["fence"] {
-		out = append(out, capability.Fence(c.fence))
-	}
-	return out, nil
+	return err
 }
 
 func splitList(s string) []string {
@@ -182,50 +115,29 @@ func splitList(s string) []string {
 	return out
 }
 
-// parseWhen reads a duration from now or an RFC 3339 time.
-func parseWhen(s string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		return now.Add(d), nil
-	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
-	}
-	return time.Time{}, usagef("--expires wants a duration (90m) or an RFC 3339 time, got %q", s)
-}
-
-// parseUSD reads a non-negative dollar amount into micro-USD.
-func parseUSD(flagName, s string) (int64, error) {
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || !(v >= 0) || v > 1e12 {
-		return 0, usagef("--%s wants a non-negative amount of dollars, got %q", flagName, s)
-	}
-	return int64(math.Round(v * 1e6)), nil
-}
-
 // decodeArg decodes the TOKEN argument; "-" reads the token from standard
 // input, which keeps it out of the process list and shell history.
 func decodeArg(e *env, args []string) (*capability.Token, error) {
 	if err := exactArgs(args, 1, "TOKEN"); err != nil {
 		return nil, err
 	}
-	text := args[0]
-	if text == "-" {
-		b, err := io.ReadAll(io.LimitReader(e.stdin, capability.MaxEncodedLen+2))
-		if err != nil {
-			return nil, err
-		}
-		text = string(b)
+	if args[0] == "-" {
+		return capability.ReadToken(e.Stdin)
 	}
-	return capability.Decode(strings.TrimSpace(text))
+	return capability.Decode(strings.TrimSpace(args[0]))
 }
 
 func capMintCommand() *command {
 	return &command{
-		name:    "mint",
-		summary: "issue a new token signed with a root key",
-		help: `Issues a token for the node --root/--lineage at --epoch, restricted by the
+		Name:    "mint",
+		Summary: "issue a new token signed with a root key",
+		Help: `Issues a token for the node --root/--lineage at --epoch, restricted by the
 caveat flags, and prints it. Without caveat flags the token is unrestricted.`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		Examples: []string{
+			"apiary cap mint --key-file cap.key --tools read,write --path /ws --expires 1h",
+			"apiary cap mint --key-file cap.key --budget-usd 2.5 --depth 1 --network none",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			var cf caveatFlags
 			cf.register(fs)
 			keyFile := fs.String("key-file", "", "read the root key from `file` (required)")
@@ -236,11 +148,11 @@ caveat flags, and prints it. Without caveat flags the token is unrestricted.`,
 				if err := noArgs(args); err != nil {
 					return err
 				}
-				key, err := readKeyFile(*keyFile)
+				cs, err := cf.caveats(time.Now())
 				if err != nil {
 					return err
 				}
-				cs, err := cf.caveats(time.Now())
+				key, err := readKeyFile(*keyFile)
 				if err != nil {
 					return err
 				}
@@ -252,7 +164,7 @@ caveat flags, and prints it. Without caveat flags the token is unrestricted.`,
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintln(e.stdout, tok)
+				_, err = fmt.Fprintln(e.Stdout, tok)
 				return err
 			}
 		},
@@ -261,13 +173,17 @@ caveat flags, and prints it. Without caveat flags the token is unrestricted.`,
 
 func capAttenuateCommand() *command {
 	return &command{
-		name:    "attenuate",
-		args:    "TOKEN|-",
-		summary: "narrow a token by appending caveats (no key needed)",
-		help: `Appends the caveats given by flags to TOKEN and prints the new token. The
+		Name:    "attenuate",
+		Args:    "TOKEN|-",
+		Summary: "narrow a token by appending caveats (no key needed)",
+		Help: `Appends the caveats given by flags to TOKEN and prints the new token. The
 result can never do more than TOKEN: every caveat of the chain is checked.
 A TOKEN of "-" is read from standard input.`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		Examples: []string{
+			"apiary cap mint --key-file cap.key | apiary cap attenuate --tools read --child reviewer -",
+			"apiary cap attenuate --expires 30m --budget-usd 1 \"$TOKEN\"",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			var cf caveatFlags
 			cf.register(fs)
 			child := fs.String("child", "", "append a lineage `segment`: revoking it revokes the new token")
@@ -286,7 +202,7 @@ A TOKEN of "-" is read from standard input.`,
 				if len(cs) == 0 {
 					return usagef("no caveat flags given")
 				}
-				_, err = fmt.Fprintln(e.stdout, tok.Attenuate(cs...))
+				_, err = fmt.Fprintln(e.Stdout, tok.Attenuate(cs...))
 				return err
 			}
 		},
@@ -295,12 +211,16 @@ A TOKEN of "-" is read from standard input.`,
 
 func capInspectCommand() *command {
 	return &command{
-		name:    "inspect",
-		args:    "TOKEN|-",
-		summary: "show a token's lineage and caveats (unverified)",
-		help: `Prints TOKEN's root, lineage, epoch and caveats without checking its
+		Name:    "inspect",
+		Args:    "TOKEN|-",
+		Summary: "show a token's lineage and caveats (unverified)",
+		Help: `Prints TOKEN's root, lineage, epoch and caveats without checking its
 signature. A TOKEN of "-" is read from standard input.`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		Examples: []string{
+			"apiary cap inspect \"$TOKEN\"",
+			"apiary cap mint --key-file cap.key | apiary cap inspect --json -",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			asJSON := fs.Bool("json", false, "print a JSON object")
 			return func(ctx context.Context, e *env, args []string) error {
 				tok, err := decodeArg(e, args)
@@ -309,11 +229,9 @@ signature. A TOKEN of "-" is read from standard input.`,
 				}
 				d := capability.Inspect(tok)
 				if *asJSON {
-					enc := json.NewEncoder(e.stdout)
-					enc.SetIndent("", "  ")
-					return enc.Encode(d)
+					return writeJSON(e.Stdout, d)
 				}
-				_, err = fmt.Fprint(e.stdout, d)
+				_, err = fmt.Fprint(e.Stdout, d)
 				return err
 			}
 		},
@@ -322,14 +240,18 @@ signature. A TOKEN of "-" is read from standard input.`,
 
 func capVerifyCommand() *command {
 	return &command{
-		name:    "verify",
-		args:    "TOKEN|-",
-		summary: "check a token against a root key and a request",
-		help: `Verifies TOKEN's signature with the root key and evaluates every caveat
+		Name:    "verify",
+		Args:    "TOKEN|-",
+		Summary: "check a token against a root key and a request",
+		Help: `Verifies TOKEN's signature with the root key and evaluates every caveat
 against the request described by the flags. Prints "valid" and exits 0, or
 prints the reason (bad signature, expired, or the caveat that failed) and
 exits 1. A TOKEN of "-" is read from standard input.`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		Examples: []string{
+			"apiary cap verify --key-file cap.key --tool read --path /ws/src/a.go \"$TOKEN\"",
+			"apiary cap verify --key-file cap.key --spend-usd 3 \"$TOKEN\"",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			keyFile := fs.String("key-file", "", "read the root key from `file` (required)")
 			tool := fs.String("tool", "", "the request calls the tool `name`")
 			var paths stringList
@@ -348,9 +270,9 @@ exits 1. A TOKEN of "-" is read from standard input.`,
 				if err != nil {
 					return err
 				}
-				usd, err := parseUSD("spend-usd", *spendUSD)
+				usd, err := capability.ParseUSD("spend-usd", *spendUSD)
 				if err != nil {
-					return err
+					return capUsage(err)
 				}
 				now := time.Now()
 				if *at != "" {
@@ -363,7 +285,7 @@ exits 1. A TOKEN of "-" is read from standard input.`,
 				if err := capability.Verify(key, tok, req, nil); err != nil {
 					return fmt.Errorf("invalid: %w", err)
 				}
-				_, err = fmt.Fprintln(e.stdout, "valid")
+				_, err = fmt.Fprintln(e.Stdout, "valid")
 				return err
 			}
 		},

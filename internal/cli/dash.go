@@ -2,24 +2,21 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"sync"
+	"strconv"
 	"time"
 
+	"github.com/apiary-dev/apiary/internal/access"
 	"github.com/apiary-dev/apiary/internal/board"
-	"github.com/apiary-dev/apiary/internal/board/connect"
 	"github.com/apiary-dev/apiary/internal/dashboard"
 	"github.com/apiary-dev/apiary/internal/git"
-	"github.com/apiary-dev/apiary/internal/rundir"
 	"github.com/apiary-dev/apiary/internal/runs"
+	"github.com/apiary-dev/apiary/internal/runview"
 	"github.com/apiary-dev/apiary/internal/telemetry"
 )
 
@@ -28,9 +25,9 @@ const defaultDashListen = "127.0.0.1:7421"
 
 func dashCommand() *command {
 	return &command{
-		name:    "dash",
-		summary: "serve the web dashboard: runs, the gateway, the board and the money",
-		help: `Serves apiary's dashboard, a web page on this machine (no CDN, nothing loaded
+		Name:    "dash",
+		Summary: "serve the web dashboard: runs, the gateway, the board and the money",
+		Help: `Serves apiary's dashboard, a web page on this machine (no CDN, nothing loaded
 from elsewhere), at http://127.0.0.1:7421 unless --listen says otherwise. It
 shows the runs of the repository (--repo, default the current directory);
 a run's task DAG with live status and the critical path; a task's envelope,
@@ -50,7 +47,11 @@ obeyed; on a non-loopback --listen address anyone who can reach it can press
 those buttons. 'apiary run --dash ADDR' and 'apiary gateway --dash ADDR'
 serve the same page from inside the run or the gateway; 'apiary top' shows
 it in a terminal.`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		Examples: []string{
+			"apiary dash",
+			"apiary dash --gateway http://127.0.0.1:7420 --listen 127.0.0.1:0",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			o := &dashOptions{}
 			fs.StringVar(&o.listen, "listen", defaultDashListen, "`ADDR` to listen on; port 0 picks a free port")
 			o.sourceFlags(fs)
@@ -68,6 +69,9 @@ it in a terminal.`,
 type dashOptions struct {
 	listen, repo, gateway, board string
 	plots                        stringList
+	// ledger, if set, is the run gateway's ledger of this process (for
+	// `apiary run --dash`), read instead of the file.
+	ledger *runview.Ledger
 }
 
 func (o *dashOptions) sourceFlags(fs *flag.FlagSet) {
@@ -78,12 +82,15 @@ func (o *dashOptions) sourceFlags(fs *flag.FlagSet) {
 }
 
 func (o *dashOptions) run(ctx context.Context, e *env) error {
+	if err := checkListen("--listen", o.listen); err != nil {
+		return err
+	}
 	src, closeSrc, err := o.sources(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer closeSrc()
-	l, hosts, err := dashListen(e, o.listen)
+	l, hosts, err := dashListen(e, "--listen", o.listen)
 	if err != nil {
 		return err
 	}
@@ -92,94 +99,83 @@ func (o *dashOptions) run(ctx context.Context, e *env) error {
 		l.Close()
 		return err
 	}
-	fmt.Fprintf(e.stdout, "dashboard on http://%s\n", l.Addr())
+	fmt.Fprintf(e.Stdout, "dashboard on http://%s\n", l.Addr())
 	return srv.Serve(ctx, l)
 }
 
-// sources opens what the flags name. The returned function closes it.
+// sources opens what the flags name (see runview.Open). The returned
+// function closes it.
 func (o *dashOptions) sources(ctx context.Context, e *env) (dashboard.Sources, func(), error) {
-	var src dashboard.Sources
-	closers := []func(){}
-	closeAll := func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
-		}
-	}
 	root, err := git.New(o.repo, git.Options{}).TopLevel(ctx)
 	if err != nil && o.repo != "." {
-		return src, closeAll, fmt.Errorf("%s is not in a git repository: %w", o.repo, err)
+		return dashboard.Sources{}, func() {}, repoError(o.repo, err)
 	}
-	dsn := o.board
-	if dsn == "" && root != "" {
-		dsn = defaultBoardDSN(root)
-	}
-	var st *board.Store
-	if dsn != "" {
-		if st, err = connect.Open(ctx, dsn, connect.Options{}); err != nil {
-			return src, closeAll, fmt.Errorf("board %s: %w", dsn, err)
-		}
-		closers = append(closers, func() { st.Close() })
-		bv := boardView{st: st}
-		src.Board, src.Hints = bv, bv
-	}
+	ro := runview.OpenOptions{Root: root, Gateway: o.gateway, Board: o.board, Plots: o.plots, Ledger: o.ledger}
 	if root != "" {
-		src.Runs = newRunFiles(root, st)
-		src.Cancel = runControl{root: root, now: time.Now}
-		q := escrowQueue{q: runs.NewEscrowQueue(root, nil)}
-		src.Escrow, src.Decide = q, q
+		ro.LedgerPath = access.RunLedger(root)
 	}
-	var dirs dashboard.PlotDirs
-	if root != "" {
-		dirs = append(dirs, rundir.State(root, "plots"))
-	}
-	for _, d := range o.plots {
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			closeAll()
-			return src, func() {}, usagef("--plots %s: not a directory", d)
-		}
-		dirs = append(dirs, d)
-	}
-	src.Plots = dirs
-	if o.gateway != "" {
-		src.Gateway = &dashboard.GatewayClient{URL: o.gateway}
-	}
-	if src.Runs == nil && src.Gateway == nil && src.Board == nil {
-		closeAll()
-		return src, func() {}, errors.New("nothing to show: not in a git repository, and no --gateway or --board")
-	}
-	return src, closeAll, nil
+	src, closeSrc, err := runview.Open(ctx, ro)
+	return src, closeSrc, viewUsage(err)
 }
 
-// dashListen listens on addr and returns the Host names the dashboard
-// must accept: only loopback names unless addr is not a loopback address,
-// which is reported.
-func dashListen(e *env, addr string) (net.Listener, []string, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, nil, usagef("--listen %q: want HOST:PORT", addr)
+// openBoardReadOnly opens the board dsn names for reading (see
+// runview.OpenBoard).
+func openBoardReadOnly(ctx context.Context, dsn string) (*board.Store, error) {
+	st, err := runview.OpenBoard(ctx, dsn)
+	return st, viewUsage(err)
+}
+
+// viewUsage makes a runview.OptionError a usage error.
+func viewUsage(err error) error {
+	var oe *runview.OptionError
+	if errors.As(err, &oe) {
+		return usagef("%v", err)
+	}
+	return err
+}
+
+// dashListen listens on addr (given as flagName, for its usage errors)
+// and returns the Host names the dashboard must accept: only loopback names
+// unless addr is not a loopback address, which is reported.
+func dashListen(e *env, flagName, addr string) (net.Listener, []string, error) {
+	if err := checkListen(flagName, addr); err != nil {
+		return nil, nil, err
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
-		return l, nil, nil
+	hosts := dashboard.AllowedHosts(addr)
+	if hosts != nil {
+		fmt.Fprintf(e.Stderr, "apiary: the dashboard listens on %s, beyond this machine: whoever reaches it can cancel runs and approve hints\n", l.Addr())
 	}
-	fmt.Fprintf(e.stderr, "apiary: the dashboard listens on %s, beyond this machine: whoever reaches it can cancel runs and approve hints\n", l.Addr())
-	return l, []string{"*"}, nil
+	return l, hosts, nil
+}
+
+// checkListen is the usage error of a bad listen address, nil for a good
+// one.
+func checkListen(flagName, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("%s %q: want HOST:PORT", flagName, addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return usagef("%s %q: the port must be a number from 0 to 65535", flagName, addr)
+	}
+	return nil
 }
 
 // dashLogger logs the dashboard's actions (cancellations, reviews,
 // decisions) and failures on stderr.
 func dashLogger(e *env) *slog.Logger {
-	return telemetry.NewLogger(e.stderr, telemetry.LogOptions{Level: slog.LevelInfo})
+	return telemetry.NewLogger(e.Stderr, telemetry.LogOptions{Level: slog.LevelInfo})
 }
 
 // serveDash serves the dashboard on addr in the background for run,
 // gateway and worker (--dash), announcing its address on stderr. stop ends
 // it and waits.
 func serveDash(ctx context.Context, e *env, addr string, src dashboard.Sources) (srv *dashboard.Server, stop func(), err error) {
-	l, hosts, err := dashListen(e, addr)
+	l, hosts, err := dashListen(e, "--dash", addr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -188,18 +184,8 @@ func serveDash(ctx context.Context, e *env, addr string, src dashboard.Sources) 
 		l.Close()
 		return nil, nil, err
 	}
-	fmt.Fprintf(e.stderr, "apiary: dashboard on http://%s\n", l.Addr())
-	dctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := srv.Serve(dctx, l); err != nil {
-			fmt.Fprintf(e.stderr, "apiary: dashboard: %v\n", err)
-		}
-	})
-	return srv, func() {
-		cancel()
-		wg.Wait()
-	}, nil
+	fmt.Fprintf(e.Stderr, "apiary: dashboard on http://%s\n", l.Addr())
+	return srv, srv.Start(ctx, l, func(err error) { fmt.Fprintf(e.Stderr, "apiary: dashboard: %v\n", err) }), nil
 }
 
 // workerDash serves, for a worker (--dash ADDR), the dashboard's board
@@ -210,8 +196,7 @@ func workerDash(ctx context.Context, e *env, addr string, st *board.Store) (stop
 	if addr == "" {
 		return func() {}, nil
 	}
-	bv := boardView{st: st}
-	_, stop, err = serveDash(ctx, e, addr, dashboard.Sources{Board: bv, Hints: bv})
+	_, stop, err = serveDash(ctx, e, addr, runview.BoardSources(st))
 	return stop, err
 }
 
@@ -219,9 +204,9 @@ func workerDash(ctx context.Context, e *env, addr string, st *board.Store) (stop
 // variables name an endpoint (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else
 // OTEL_EXPORTER_OTLP_ENDPOINT); otherwise tracing is off.
 func tracingFromEnv(ctx context.Context, e *env, service string) (*telemetry.Tracing, error) {
-	ep := e.getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+	ep := e.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 	if ep == "" {
-		ep = e.getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+		ep = e.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
 	}
 	return telemetry.NewTracing(ctx, telemetry.TraceOptions{Endpoint: ep, ServiceName: service})
 }
@@ -233,80 +218,43 @@ func tracingFromEnv(ctx context.Context, e *env, service string) (*telemetry.Tra
 // all (spans are exported then).
 func observeRun(ctx context.Context, e *env, root, runID, dashAddr string, cfg *runs.Config) (stop func(), err error) {
 	if cfg.Logger == nil {
-		cfg.Logger = telemetry.NewLogger(e.stderr, telemetry.LogOptions{Level: slog.LevelWarn}).With(telemetry.KeyRun, runID)
+		cfg.Logger = telemetry.NewLogger(e.Stderr, telemetry.LogOptions{Level: slog.LevelWarn}).With(telemetry.KeyRun, runID)
 	}
 	tracing, err := tracingFromEnv(ctx, e, "apiary-run")
 	if err != nil {
 		return nil, err
 	}
-	metrics := telemetry.NewMetrics()
-	traces := tracing.Runs()
-	var srv *dashboard.Server
+	obs := runview.NewObserver(root, tracing)
 	stopDash := func() {}
 	if dashAddr != "" {
 		o := &dashOptions{repo: root}
+		// The run's own gateway, when it has one: its panel and its ledger.
+		if ga, ok := cfg.Models.(*access.Gateway); ok {
+			o.gateway, o.ledger = ga.URL(), runview.InProcessLedger(ga.DB(), ga.Flush)
+		}
 		src, closeSrc, err := o.sources(ctx, e)
 		if err != nil {
 			return nil, err
 		}
-		src.Metrics = metrics.Handler()
-		var stopSrv func()
-		if srv, stopSrv, err = serveDash(ctx, e, dashAddr, src); err != nil {
+		src.Metrics = obs.Metrics()
+		srv, stopSrv, err := serveDash(ctx, e, dashAddr, src)
+		if err != nil {
 			closeSrc()
 			return nil, err
 		}
+		obs.Notify(srv.Notify)
 		stopDash = func() {
 			stopSrv()
 			closeSrc()
 		}
 	}
-	cfg.OnEvent = func(ev runs.Event) {
-		te := telemetryEvent(root, ev, tracing.Enabled())
-		metrics.Observe(te)
-		traces.Observe(te)
-		if srv != nil {
-			srv.Notify()
-		}
-	}
+	cfg.OnEvent = obs.Event
 	return func() {
 		stopDash()
-		traces.Close(time.Now())
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := tracing.Shutdown(sctx); err != nil {
-			fmt.Fprintf(e.stderr, "apiary: exporting traces: %v\n", err)
+		if err := obs.Close(ctx); err != nil {
+			fmt.Fprintf(e.Stderr, "apiary: exporting traces: %v\n", err)
 		}
 	}, nil
-}
-
-// telemetryEvent converts a run event; with files it also reads what the
-// trace needs from the run's files (its trace id, a task's checks).
-func telemetryEvent(root string, ev runs.Event, files bool) telemetry.Event {
-	te := telemetry.Event{Time: ev.Time, Run: ev.Run, Kind: ev.Kind, Task: ev.Task, Attempt: ev.Attempt, Role: ev.Role,
-		Base: ev.Base, Commit: ev.Commit, Status: ev.Status, Reason: ev.Reason, Integrated: ev.Integrated, Exit: ev.Exit,
-		Fence: ev.Fence, Traceparent: ev.Trace}
-	if ev.Gate != nil {
-		te.Gate, te.GateDetail = ev.Gate.Gate, ev.Gate.Detail
-	}
-	if ev.Usage != nil {
-		te.InputTokens, te.OutputTokens, te.USD = ev.Usage.InputTokens, ev.Usage.OutputTokens, ev.Usage.USD
-	}
-	if !files {
-		return te
-	}
-	switch ev.Kind {
-	case rundir.EvRunStarted, rundir.EvRunResumed:
-		if rec, err := rundir.Open(root, ev.Run).Record(); err == nil {
-			te.TraceID = rec.TraceID
-		}
-	case rundir.EvTaskDone:
-		if rc, err := rundir.Open(root, ev.Run).Task(ev.Task).Receipt(); err == nil && rc != nil {
-			for _, c := range rc.Checks {
-				te.Checks = append(te.Checks, telemetry.Check{Command: c.Command, Exit: c.Exit, Duration: time.Duration(c.Duration * float64(time.Second))})
-			}
-		}
-	}
-	return te
 }
 
 // gatewayDash serves the dashboard of a gateway listening on addr
@@ -330,11 +278,4 @@ func gatewayDash(ctx context.Context, e *env, dashAddr string, gw net.Addr, h ht
 		defer cancel()
 		_ = tracing.Shutdown(sctx)
 	}, nil
-}
-
-// writeJSONTo encodes v indented.
-func writeJSONTo(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

@@ -1,10 +1,11 @@
+//go:build unix
+
 package cli
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,11 +30,6 @@ import (
 	"github.com/apiary-dev/apiary/internal/envtest"
 	"github.com/apiary-dev/apiary/internal/rundir"
 	"github.com/apiary-dev/apiary/internal/runs"
-)
-
-var (
-	docImage = flag.Bool("dash.docimg", false, "also write the dashboard screenshot to docs/img/dashboard.png")
-	shotDir  = flag.String("dash.shots", "", "also copy the browser test's screenshots to `DIR`")
 )
 
 // devtoolsWriter watches Chromium's stderr for its DevTools address.
@@ -84,7 +80,7 @@ func startChromium(t *testing.T) string {
 		"--disable-component-update", "--disable-sync", "--no-first-run", "--no-default-browser-check",
 		"--user-data-dir="+t.TempDir(), "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
 		"--window-size=1280,1000", "about:blank")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = envtest.ChildGroup()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
 	out := &devtoolsWriter{url: make(chan string, 1)}
@@ -298,6 +294,25 @@ func TestDashBrowser(t *testing.T) {
 	if n := js[int](t, ctx, `document.querySelectorAll('.dag path.crit').length`); n != 2 {
 		t.Errorf("%d critical edges drawn, want 2", n)
 	}
+	// What needs a person is on top: the escrowed push and the pending
+	// hint. A request of this run's running task makes it "wait for you".
+	ids, err := rundir.List(repo)
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("runs %v %v", ids, err)
+	}
+	esc2, err := json.Marshal(runs.EscrowRequest{ID: "rm-2", Run: ids[0], Task: "slow", Kind: "command",
+		Operation: "rm -rf build", Chain: []string{"slow", "root"}, State: runs.EscrowPending, Created: time.Now().UTC()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rundir.State(repo, "escrow", "rm-2.json"), esc2, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the needs-you banner", `!document.getElementById("needs").hidden && document.getElementById("needs-h").textContent === "3 things need you" && document.title === "(3) apiary dashboard"`)
+	waitJS(t, ctx, "slow waiting for a person", `(document.querySelector('.node[data-task="slow"]') || {classList: {contains: () => false}}).classList.contains("needs") && document.querySelector('.why[data-task="slow"]').textContent.includes("escrow rm-2: rm -rf build")`)
+	if top := js[float64](t, ctx, `document.getElementById("needs").getBoundingClientRect().top`); top > 120 {
+		t.Errorf("the needs-you banner is %g px down the page", top)
+	}
 	screenshot(t, ctx, filepath.Join(shots, "dashboard-running.png"))
 	// The run's Prometheus metrics, served beside the page, counted the
 	// four tasks done so far and slow's attempt still running.
@@ -358,7 +373,7 @@ func TestDashBrowser(t *testing.T) {
 	if walk[0].Tag != "A" || walk[0].Name != "Skip to the run" {
 		t.Errorf("walk starts at %+v, want the skip link", walk[0])
 	}
-	steps := []string{"run:", "node:setup", "node:left", "node:slow", "open:setup", "cancel:slow", "task-close", "hint-note:readme-overlap", "approve:readme-overlap"}
+	steps := []string{"needs:escrow:push-1", "run:", "node:setup", "node:left", "node:slow", "open:setup", "cancel:slow", "task-close", "escrow-approve:push-1", "hint-note:readme-overlap", "approve:readme-overlap"}
 	last := -1
 	for _, k := range steps {
 		i := order(k)
@@ -387,15 +402,14 @@ func TestDashBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, "the escrow request approved", `(document.querySelector('tr[data-escrow="push-1"]') || {textContent: ""}).textContent.includes("approved")`)
+	click(t, ctx, `[data-key="escrow-deny:rm-2"]`)
+	waitJS(t, ctx, "nothing more to decide", `document.getElementById("needs").hidden && document.title === "apiary dashboard" && !document.querySelector('.node.needs')`)
 
 	// The simulator's plot is shown (and has loaded).
 	if err := chromedp.Do(ctx, chromedp.ScrollIntoView(chromedp.ID("plots"))); err != nil {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, "the plot", `[...document.querySelectorAll("#plots-body img")].some((i) => i.complete && i.naturalWidth > 0 && i.alt.includes("makespan"))`)
-	if *docImage { // the run still going, a task open, the hint approved
-		screenshot(t, ctx, filepath.Join(envtest.ModuleRoot(t), "docs", "img", "dashboard.png"))
-	}
 	// The skip link takes the keyboard past the runs to the run.
 	js[bool](t, ctx, `document.querySelector(".skip").focus(), true`)
 	if err := chromedp.Do(ctx, chromedp.KeyEvent(kb.Enter)); err != nil {
@@ -439,9 +453,15 @@ func TestDashBrowser(t *testing.T) {
 		t.Error("the page reloaded")
 	}
 	screenshot(t, ctx, filepath.Join(shots, "dashboard.png"))
+	if w := shoot(t, ctx, shots, "dashboard", 420, true); w > 420 {
+		t.Errorf("at 420 px the page is %d px wide: it would render shrunk", w)
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 1000)); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("screenshots in %s", shots)
 	if dir := *shotDir; dir != "" { // for a person to look at
-		for _, n := range []string{"dashboard-running.png", "dashboard.png"} {
+		for _, n := range []string{"dashboard-running.png", "dashboard.png", "dashboard-420.png"} {
 			if b, err := os.ReadFile(filepath.Join(shots, n)); err == nil {
 				_ = os.WriteFile(filepath.Join(dir, n), b, 0o644)
 			}
@@ -468,10 +488,7 @@ func TestDashBrowser(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the run did not end after the cancellation")
 	}
-	ids, err := rundir.List(repo)
-	if err != nil || len(ids) != 1 {
-		t.Fatalf("runs %v %v", ids, err)
-	}
+	waitJS(t, ctx, "the page to keep the final state", `document.getElementById("conn").classList.contains("ended") && `+nodeIs("slow", "cancelled"))
 	rep, err := runs.LoadReport(repo, ids[0])
 	if err != nil {
 		t.Fatal(err)

@@ -111,8 +111,8 @@ func (l *lockedBuffer) String() string {
 
 // cliRun runs the command line in-process with its own environment.
 func cliRun(ctx context.Context, vars map[string]string, stdout, stderr io.Writer, args ...string) error {
-	e := &env{stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, getenv: func(k string) string { return vars[k] }}
-	return rootCommand().execute(ctx, e, "apiary", args)
+	e := &env{Stdin: strings.NewReader(""), Stdout: stdout, Stderr: stderr, Getenv: func(k string) string { return vars[k] }}
+	return rootCommand().Execute(ctx, e, "apiary", args)
 }
 
 // TestRunTelemetry runs a plan with OTLP configured and checks the trace a
@@ -178,7 +178,7 @@ func TestRunTelemetry(t *testing.T) {
 
 	// The dashboard's sources read the same run from disk.
 	o := &dashOptions{repo: repo}
-	src, closeSrc, err := o.sources(t.Context(), &env{stderr: io.Discard, getenv: func(string) string { return "" }})
+	src, closeSrc, err := o.sources(t.Context(), &env{Stderr: io.Discard, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}

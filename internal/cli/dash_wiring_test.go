@@ -88,7 +88,7 @@ func TestWorkerDash(t *testing.T) {
 func TestObserveRunLogger(t *testing.T) {
 	t.Parallel()
 	var stderr bytes.Buffer
-	e := &env{stdin: strings.NewReader(""), stdout: &stderr, stderr: &stderr, getenv: func(string) string { return "" }}
+	e := &env{Stdin: strings.NewReader(""), Stdout: &stderr, Stderr: &stderr, Getenv: func(string) string { return "" }}
 	var cfg runs.Config
 	stop, err := observeRun(t.Context(), e, t.TempDir(), "20260102-030405-abcdef", "", &cfg)
 	if err != nil {

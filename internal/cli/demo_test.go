@@ -7,9 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apiary-dev/apiary/internal/agent"
 	"github.com/apiary-dev/apiary/internal/attempt"
+	"github.com/apiary-dev/apiary/internal/dashboard"
+	"github.com/apiary-dev/apiary/internal/demo"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/envtest"
 	"github.com/apiary-dev/apiary/internal/git"
@@ -17,14 +20,14 @@ import (
 )
 
 // runDemo runs `apiary demo --json` in-process with args and decodes it.
-func runDemo(t *testing.T, args ...string) demoResult {
+func runDemo(t *testing.T, args ...string) demo.Result {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	args = append([]string{"demo", "--json", "--dir", filepath.Join(t.TempDir(), "demo")}, args...)
 	if code := Main(t.Context(), args, strings.NewReader(""), &stdout, &stderr); code != 0 {
 		t.Fatalf("apiary %v: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, stdout.String(), stderr.String())
 	}
-	var res demoResult
+	var res demo.Result
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatalf("demo JSON: %v\n%s", err, stdout.String())
 	}
@@ -33,7 +36,7 @@ func runDemo(t *testing.T, args ...string) demoResult {
 
 // checkDemo asserts what the demo promises, from the repository and the
 // run's files: the final tree, the receipts and the integration history.
-func checkDemo(t *testing.T, res demoResult) {
+func checkDemo(t *testing.T, res demo.Result) {
 	t.Helper()
 	ctx := t.Context()
 	rep := res.Report
@@ -45,9 +48,7 @@ func checkDemo(t *testing.T, res demoResult) {
 	repo := git.New(res.Repo, git.Options{})
 	// The final tree is the finished project: every accepted change, both
 	// README sections, and the test tidy-tests deleted still there.
-	want := demoProject()
-	want["README.md"] = demoReadme(demoUsage, demoContrib)
-	for p, w := range want {
+	for p, w := range demo.Final() {
 		if b, err := repo.ReadBlob(ctx, "main", p); err != nil || string(b) != w {
 			t.Errorf("main:%s = %q (%v), want %q", p, b, err, w)
 		}
@@ -151,5 +152,50 @@ func TestDemoAgents(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDemoDashSlow: apiary demo --dash --slow serves the dashboard of the
+// demo's run while it goes on, slowly enough to watch: the page's API
+// shows the six tasks with some running, then the run's end; the demo
+// still says what happened.
+func TestDemoDashSlow(t *testing.T) {
+	t.Parallel()
+	envtestGit(t)
+	var stdout, stderr lockedBuffer
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		done <- cliRun(t.Context(), nil, &stdout, &stderr, "demo", "--agent", "command", "--checks", "grep", "--dash", "127.0.0.1:0", "--slow",
+			"--dir", filepath.Join(t.TempDir(), "demo"))
+	}()
+	base := waitURL(t, &stderr, "dashboard on ")
+	sawRunning := false
+	var run string
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline) && !sawRunning; time.Sleep(100 * time.Millisecond) {
+		var sums []dashboard.RunSummary
+		if getJSON(t, base+"/api/runs", &sums) != 200 || len(sums) != 1 {
+			continue
+		}
+		run = sums[0].ID
+		var r dashboard.Run
+		if getJSON(t, base+"/api/runs/"+run, &r) == 200 && len(r.Tasks) == 6 && r.Status == dashboard.StatusRunning {
+			for _, tr := range r.Tasks {
+				sawRunning = sawRunning || tr.Status == dashboard.StatusRunning
+			}
+		}
+	}
+	if !sawRunning {
+		t.Fatalf("the dashboard never showed the demo's run with a task running:\n%s", stderr.String())
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("demo: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	if took := time.Since(start); took < 2*demo.Delay {
+		t.Errorf("a --slow demo took %v: too fast to watch", took)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, "that refusal is the gate doing its job") {
+		t.Errorf("the demo's last line is %q", last)
 	}
 }

@@ -2,69 +2,100 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"os"
-	"path/filepath"
-	"slices"
-	"sort"
-	"time"
+	"strconv"
 
-	"github.com/apiary-dev/apiary/internal/attempt"
+	"github.com/apiary-dev/apiary/internal/access"
+	"github.com/apiary-dev/apiary/internal/agent"
 	"github.com/apiary-dev/apiary/internal/eval"
-	"github.com/apiary-dev/apiary/internal/llmfake"
 	"github.com/apiary-dev/apiary/internal/plan"
 	"github.com/apiary-dev/apiary/internal/sim"
 )
 
 func evalCommand() *command {
 	return &command{
-		name:    "eval",
-		args:    "TASKSET",
-		summary: "is a swarm better than one agent with the same budget? run a task set both ways",
-		help: `Runs the task set in directory TASKSET twice, each time in a fresh repository
+		Name:    "eval",
+		Args:    "TASKSET",
+		Summary: "is a swarm better than one agent with the same budget? run a task set both ways",
+		Help: `Runs the task set in directory TASKSET twice, each time in a fresh repository
 built from its repo/: once with one agent given every task (one plan task
-listing all the prompts) and the whole --budget-usd, once as a swarm of one
-agent per task (the set's dependencies; at most --max-parallel at once)
-sharing the same total budget in proportion to the tasks' estimates.
+listing all the prompts), once as a swarm of one agent per task (the set's
+dependencies; at most --max-parallel at once).
 
-Each task is judged only by apiary's gates (write scope, forbidden patterns,
-the set's visible checks, on the tree being integrated) and by its hidden
-acceptance checks, which run after the run on a scratch copy of the final
-tree with the task's hidden files laid over it; the agents never see them
-(they are not in the repository, the plan or any envelope).
+Both arms reach the models through a metering gateway of their own, with the
+same hard budget (--budget-usd, and --budget-tokens if given): every key the
+arm's attempts get draws on it, and a request that could take the arm past
+it is refused before it is sent. The gateway's ledger is the arms' cost and
+tokens; an arm whose cost it cannot know (no request seen, a model without
+a price) shows "n/a", and then cost gives no verdict.
 
-It reports, per arm: quality Q (accepted / attempted), the critical-path
-time, the cost and the cost per accepted task, tokens; the swarm's token
-amplification (its tokens over the single agent's); and a verdict: "swarm
-dominates" when the swarm is no worse on quality, critical path and cost per
-accepted task and strictly better on one, else "single agent preferred".
+Both arms are graded with the same checks, each on its own: the set's
+visible checks, and every task's visible and hidden checks (the hidden ones
+are never in the repository, the plan or any envelope), run after the run on
+the arm's work — the final tree, with the work of any task the gates did not
+integrate laid over it. Quality Q is the fraction of checks passed; a task
+is accepted when its work was integrated and all of its own checks pass.
+Time is from the start of the arm's run to its last integration, waiting
+for a worker slot included.
+
+The verdict: "swarm dominates" when the swarm is no worse on quality, time
+and cost per accepted task (when known) and strictly better on one, else
+"single agent preferred". Reported beside it, not judged: token
+amplification (swarm tokens / single tokens) and coordination messages per
+task. The report first states every input that decides the verdict: the
+budgets, the agents and model, the seed and turn time of a scripted model,
+max parallel, the task set's digest and the grading's checks (--json lists
+them).
 
 Agents (--agent):
   scripted          the task set's scripted agents: Claude Code scripted
                     through an in-process llmfake (no key, no cost) when the
                     claude CLI is found, else command agents
   scripted-claude   the scripted agents as Claude Code through llmfake
-  scripted-command  the scripted agents as command agents
-  PROFILE           a real agent: claude, codex, gemini, aider or a profile
-                    of --agents FILE; it reaches the models as 'apiary run'
-                    agents do ($ANTHROPIC_BASE_URL, $APIARY_MODEL_KEY or
-                    $ANTHROPIC_API_KEY)
+  scripted-command  the scripted agents as command agents (they call no
+                    model: cost and tokens are n/a)
+  PROFILE           a real agent: claude, codex, gemini, opencode, aider or a profile
+                    of --agents FILE, through the gateways in front of
+                    --model-url (default $ANTHROPIC_BASE_URL, else the
+                    Anthropic API) with the key in $APIARY_MODEL_KEY or
+                    $ANTHROPIC_API_KEY (required)
   auto (default)    claude when a model key is set, else scripted
 
-The repositories are removed afterwards unless --keep (or --dir) is given.
---out DIR writes a chart of the comparison (eval.svg, eval.png).`,
-		setup: func(fs *flag.FlagSet) runFunc {
+A scripted model takes the same time for every turn (a read, a write or
+the final answer): the task set's scripted.turn_s, or --turn-s. That decides
+how much of an arm's time is the model's and how much apiary's own
+(worktrees, gates, and the integrations, which are serial), so the report
+states it. examples/eval-parallel and examples/eval-sequential are two task
+sets to start from; docs/eval.md has their results and how to rerun them.
+
+The repositories (and each arm's gateway ledger, ARM/gateway.db) are removed
+afterwards unless --keep (or --dir) is given. --out DIR writes a chart of
+the comparison (eval.svg, eval.png).`,
+		Examples: []string{
+			"apiary eval examples/eval-parallel --budget-usd 5 --agent scripted-claude",
+			"apiary eval examples/eval-sequential --budget-usd 5 --agent scripted-claude --json",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			o := evalFlags{}
-			fs.Float64Var(&o.budget, "budget-usd", 0, "total budget of each arm in `USD` (required)")
+			fs.Float64Var(&o.budget, "budget-usd", 0, "each arm's hard budget in `USD` (required)")
+			fs.Int64Var(&o.budgetTokens, "budget-tokens", 0, "each arm's hard budget in `TOKENS`, input and output (default: none)")
 			fs.BoolVar(&o.json, "json", false, "print the evaluation as JSON")
 			fs.StringVar(&o.agent, "agent", "auto", "agents: `KIND` scripted, scripted-claude, scripted-command, a profile name, or auto")
 			fs.StringVar(&o.agents, "agents", "", "agent profiles `FILE` (YAML mapping of name to profile)")
 			fs.StringVar(&o.claude, "claude", "", "the Claude Code executable `PATH` (default: looked up)")
 			fs.IntVar(&o.maxParallel, "max-parallel", 0, "the swarm's agents at once, `N` (default: the task set's, else one per task)")
+			fs.Uint64Var(&o.seed, "seed", 1, "the scripted model's `SEED`")
+			o.turnS = -1
+			fs.Func("turn-s", "the scripted model's time per turn in `SECONDS` (default: the task set's scripted.turn_s)", func(v string) error {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil || !(f >= 0 && f <= 600) {
+					return errors.New("want seconds in [0, 600]")
+				}
+				o.turnS = f
+				return nil
+			})
 			fs.StringVar(&o.dir, "dir", "", "build the repositories in `DIR` (created; kept)")
 			fs.BoolVar(&o.keep, "keep", false, "keep the repositories and print where they are")
 			fs.StringVar(&o.out, "out", "", "write the comparison chart to `DIR`")
@@ -80,23 +111,21 @@ The repositories are removed afterwards unless --keep (or --dir) is given.
 }
 
 type evalFlags struct {
-	budget                float64
+	budget, turnS         float64
+	budgetTokens          int64
+	seed                  uint64
 	json, keep            bool
 	agent, agents, claude string
 	maxParallel           int
 	dir, out, modelURL    string
 }
 
-// evalOutput is eval's JSON output.
-type evalOutput struct {
-	Dir    string `json:"dir,omitempty"`
-	Agents string `json:"agents"`
-	*eval.Result
-}
-
 func (o *evalFlags) run(ctx context.Context, e *env, setDir string) error {
 	if !(o.budget > 0) {
 		return usagef("--budget-usd must be a positive number of dollars")
+	}
+	if o.budgetTokens < 0 {
+		return usagef("--budget-tokens must not be negative")
 	}
 	if o.maxParallel < 0 {
 		return usagef("--max-parallel must not be negative")
@@ -105,93 +134,45 @@ func (o *evalFlags) run(ctx context.Context, e *env, setDir string) error {
 	if err != nil {
 		return err
 	}
-	key := e.getenv("APIARY_MODEL_KEY")
-	if key == "" {
-		key = e.getenv("ANTHROPIC_API_KEY")
+	key := modelKey(e)
+	s, err := eval.Prepare(ts, eval.Request{Agent: o.agent, HasKey: key != "",
+		Profiles:   func() (map[string]plan.Agent, error) { return loadAgents(o.agents) },
+		Claude:     o.claude,
+		FindClaude: func() string { return agent.FindCLI("claude") },
+		TurnS:      o.turnS, Seed: o.seed, Dir: o.dir, Keep: o.keep})
+	var oe *eval.OptionError
+	if errors.As(err, &oe) {
+		return usagef("%v", err)
 	}
-	kind := o.agent
-	if kind == "auto" {
-		kind = "scripted"
-		if key != "" {
-			kind = "claude"
-		}
-	}
-	claude := o.claude
-	if kind == "scripted" || kind == "scripted-claude" {
-		if claude == "" {
-			claude = findAgentCLI("claude", "")
-		}
-		switch {
-		case kind == "scripted" && claude == "":
-			kind = "scripted-command"
-		case kind == "scripted":
-			kind = "scripted-claude"
-		case claude == "":
-			return errors.New("eval: the claude CLI was not found (install it, or pass --claude PATH or --agent scripted-command)")
-		}
-	}
-
-	dir, keep := o.dir, o.keep || o.dir != ""
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "apiary-eval-"); err != nil {
-			return err
-		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err != nil {
 		return err
 	}
-	if !keep {
-		defer os.RemoveAll(dir)
-	}
-	if dir, err = filepath.Abs(dir); err != nil {
-		return err
-	}
-	rt := &eval.Local{Models: map[eval.Arm]attempt.ModelAccess{}}
-	opts := eval.Options{BudgetUSD: o.budget, MaxParallel: o.maxParallel, Runtime: rt, WorkDir: dir}
+	defer s.Close()
+	rt := &eval.Local{}
+	gw := &access.Eval{Dir: s.Dir, Upstream: o.modelURL, Key: key, Log: e.Stderr}
+	opts := eval.Options{Budget: eval.Budget{USD: o.budget, Tokens: o.budgetTokens}, MaxParallel: o.maxParallel,
+		Runtime: rt, Gateway: gw, WorkDir: s.Dir, AgentName: s.Kind, Scripted: s.Scripted, Agent: s.Agent}
 	if !o.json {
-		opts.Progress = e.stderr
+		opts.Progress = e.Stderr
 	}
-	switch kind {
-	case "scripted-command":
-		if opts.Agent, err = eval.WriteScriptedAgents(ts, filepath.Join(dir, "agents")); err != nil {
-			return err
+	if s.Scripted {
+		gw.Upstream, gw.Key = s.ModelURL, eval.ScriptedUpstreamKey
+		seed := o.seed
+		opts.Seed = &seed
+	} else {
+		if gw.Upstream == "" {
+			gw.Upstream = e.Getenv("ANTHROPIC_BASE_URL")
 		}
-	case "scripted-claude":
-		stop, err := scriptedClaude(rt, ts)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		opts.Agent = plan.Agent{Kind: "claude", Model: "claude-sonnet-4-5"}
-	default:
-		agents, err := loadAgents(o.agents)
-		if err != nil {
-			return err
-		}
-		prof, ok := agents[kind]
-		switch {
-		case ok:
-		case slices.Contains(plan.BuiltinAgents(), kind):
-			prof = plan.Agent{Kind: kind}
-		default:
-			return usagef("--agent %q is neither scripted, scripted-claude, scripted-command, a built-in profile (%v) nor in --agents", kind, plan.BuiltinAgents())
-		}
-		opts.Agent = prof
-		url := o.modelURL
-		if url == "" {
-			url = e.getenv("ANTHROPIC_BASE_URL")
-		}
-		if url != "" || key != "" {
-			for _, arm := range []eval.Arm{eval.Single, eval.Swarm} {
-				rt.Models[arm] = directAccess{baseURL: url, key: key}
-			}
+		if gw.Upstream == "" {
+			gw.Upstream = access.DefaultModelURL
 		}
 		rt.Writes = newMCPSurface
 	}
-	if claude != "" {
-		rt.AgentBin = map[string]string{"claude": claude}
+	if s.Claude != "" {
+		rt.AgentBin = map[string]string{"claude": s.Claude}
 	}
 	if !o.json {
-		fmt.Fprintf(e.stdout, "apiary eval: %s, %s agents, work in %s\n", ts.Name, kind, dir)
+		fmt.Fprintf(e.Stdout, "apiary eval: %s, %s agents, work in %s\n", ts.Name, s.Kind, s.Dir)
 	}
 	res, err := eval.Run(ctx, ts, opts)
 	if err != nil {
@@ -203,88 +184,18 @@ func (o *evalFlags) run(ctx context.Context, e *env, setDir string) error {
 		}
 	}
 	if o.json {
-		out := evalOutput{Agents: kind, Result: res}
-		if keep {
-			out.Dir = dir
+		out := eval.Output{Agents: s.Kind, Result: res}
+		if s.Keep {
+			out.Dir = s.Dir
 		}
-		return writeJSON(e.stdout, out)
+		return writeJSON(e.Stdout, out)
 	}
-	fmt.Fprintln(e.stdout)
-	if err := res.WriteText(e.stdout); err != nil {
+	fmt.Fprintln(e.Stdout)
+	if err := res.WriteText(e.Stdout); err != nil {
 		return err
 	}
-	if keep {
-		fmt.Fprintf(e.stdout, "\nkept in %s (single/repo and swarm/repo; apiary status --repo DIR)\n", dir)
+	if s.Keep {
+		fmt.Fprintf(e.Stdout, "\nkept in %s: single/repo and swarm/repo (apiary status --repo DIR), their ledgers single/gateway.db and swarm/gateway.db (apiary gateway usage --ledger FILE)\n", s.Dir)
 	}
 	return nil
 }
-
-// scriptedClaude serves the task set's scripted agents through an
-// in-process llmfake for Claude Code workers: each arm's task has its own
-// key, which selects its script — read nothing, write the task's files one
-// per turn — and each request waits scripted.delay_s/2, so the agents take
-// time as real ones do. stop shuts the server down.
-func scriptedClaude(r *eval.Local, ts *eval.TaskSet) (stop func(), err error) {
-	type call struct {
-		Name  string         `json:"name"`
-		Input map[string]any `json:"input"`
-	}
-	type turn struct {
-		Text      string `json:"text"`
-		ToolCalls []call `json:"tool_calls"`
-	}
-	var scripts []map[string]any
-	for _, arm := range []eval.Arm{eval.Single, eval.Swarm} {
-		files, err := ts.ScriptedFiles(arm)
-		if err != nil {
-			return nil, err
-		}
-		for task, fs := range files {
-			paths := make([]string, 0, len(fs))
-			for p := range fs {
-				paths = append(paths, p)
-			}
-			sort.Strings(paths)
-			turns := []turn{}
-			for _, p := range paths {
-				turns = append(turns, turn{Text: "Writing " + p + ".",
-					ToolCalls: []call{{Name: "Write", Input: map[string]any{"file_path": "{{cwd}}/" + p, "content": fs[p]}}}})
-			}
-			if len(turns) == 0 {
-				turns = append(turns, turn{Text: "Nothing to change."})
-			}
-			scripts = append(scripts, map[string]any{"name": string(arm) + "-" + task, "match": map[string]any{"api_key": evalKey(arm, task)},
-				"turns": turns, "final": "Done: " + task + "."})
-		}
-	}
-	doc, err := json.Marshal(map[string]any{"session_key": "session", "scripts": scripts})
-	if err != nil {
-		return nil, err
-	}
-	scs, err := llmfake.ParseScripts("eval", doc)
-	if err != nil {
-		return nil, err
-	}
-	cfg := llmfake.Config{Scripts: scs}
-	cfg.Faults.Latency = time.Duration(ts.Scripted.DelayS / 2 * float64(time.Second))
-	srv, err := llmfake.New(cfg, llmfake.Options{Seed: 1})
-	if err != nil {
-		return nil, err
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	hs := llmfake.Serve(l, srv)
-	for _, arm := range []eval.Arm{eval.Single, eval.Swarm} {
-		r.Models[arm] = directAccess{baseURL: hs.URL, keyFor: func(ref attempt.TaskRef) string {
-			if ref.Role == attempt.RoleReconciler {
-				return "eval-reconcile"
-			}
-			return evalKey(arm, ref.Task)
-		}}
-	}
-	return func() { hs.Close() }, nil
-}
-
-func evalKey(arm eval.Arm, task string) string { return "eval-" + string(arm) + "-" + task }

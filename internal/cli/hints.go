@@ -12,21 +12,29 @@ import (
 
 func hintsCommand() *command {
 	return &command{
-		name:    "hints",
-		summary: "review the resolution hints learned from integration conflicts",
-		help: `When the swarm's merge role meets an integration conflict it records it on the
+		Name:    "hints",
+		Summary: "review the resolution hints learned from integration conflicts",
+		Help: `When the swarm's merge role meets an integration conflict it records it on the
 board; the first conflict of each type (for example overlap:go) proposes a
 resolution hint, which waits in a review queue. Only approved hints are passed
 to later workers in their task envelopes; a hint is reviewed once.`,
-		subs: []*command{hintsListCommand(), hintsReviewCommand("approve", board.HintApproved), hintsReviewCommand("reject", board.HintRejected)},
+		Examples: []string{
+			"apiary hints list",
+			"apiary hints approve overlap:go",
+		},
+		Subs: []*command{hintsListCommand(), hintsReviewCommand("approve", board.HintApproved), hintsReviewCommand("reject", board.HintRejected)},
 	}
 }
 
 func hintsListCommand() *command {
 	return &command{
-		name:    "list",
-		summary: "list hints (default: the review queue)",
-		setup: func(fs *flag.FlagSet) runFunc {
+		Name:    "list",
+		Summary: "list hints (default: the review queue)",
+		Examples: []string{
+			"apiary hints list",
+			"apiary hints list --state all --json",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			dsn := boardFlag(fs)
 			state := fs.String("state", "pending", "`STATE` to list: pending, approved, rejected or all")
 			asJSON := fs.Bool("json", false, "print JSON")
@@ -42,7 +50,7 @@ func hintsListCommand() *command {
 				default:
 					return usagef("--state %q: want pending, approved, rejected or all", *state)
 				}
-				st, err := openBoard(ctx, *dsn)
+				st, err := openBoardReadOnly(ctx, *dsn)
 				if err != nil {
 					return err
 				}
@@ -55,9 +63,9 @@ func hintsListCommand() *command {
 					if hs == nil {
 						hs = []board.Hint{}
 					}
-					return writeJSON(e.stdout, hs)
+					return writeJSON(e.Stdout, hs)
 				}
-				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+				tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "TYPE\tSTATE\tCONFLICT\tREVIEWER\tRESOLUTION")
 				for _, h := range hs {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.Type, h.State, h.Conflict, orDash(h.Reviewer), h.Resolution)
@@ -77,10 +85,14 @@ func orDash(s string) string {
 
 func hintsReviewCommand(name string, to board.HintState) *command {
 	return &command{
-		name:    name,
-		args:    "TYPE",
-		summary: name + " the pending hint of a conflict type",
-		setup: func(fs *flag.FlagSet) runFunc {
+		Name:    name,
+		Args:    "TYPE",
+		Summary: name + " the pending hint of a conflict type",
+		Examples: []string{
+			"apiary hints " + name + " overlap:go",
+			"apiary hints " + name + " --note \"seen on three runs\" overlap:go",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			dsn := boardFlag(fs)
 			note := fs.String("note", "", "a `NOTE` recorded with the decision")
 			reviewer := fs.String("reviewer", "", "who decides (default $USER)")
@@ -90,9 +102,9 @@ func hintsReviewCommand(name string, to board.HintState) *command {
 				}
 				who := *reviewer
 				if who == "" {
-					who = e.getenv("USER")
+					who = e.Getenv("USER")
 				}
-				st, err := openBoard(ctx, *dsn)
+				st, err := openBoardReadOnly(ctx, *dsn)
 				if err != nil {
 					return err
 				}
@@ -107,7 +119,7 @@ func hintsReviewCommand(name string, to board.HintState) *command {
 				case err != nil:
 					return err
 				}
-				fmt.Fprintf(e.stdout, "%s %s\n", h.Type, h.State)
+				fmt.Fprintf(e.Stdout, "%s %s\n", h.Type, h.State)
 				return nil
 			}
 		},

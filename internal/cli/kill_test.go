@@ -138,6 +138,17 @@ tasks:
 		killed.Task("a").Status != "succeeded" || killed.Task("c").Status != "cancelled" {
 		t.Errorf("status of the killed run: %v %s", err, st.String())
 	}
+	// Cancelling what the killed run does not have, or has finished, is
+	// refused with exit status 1 and nothing recorded.
+	for task, want := range map[string]string{"nope": `no task "nope"`, "a": "task a has already finished: succeeded"} {
+		var out, errb bytes.Buffer
+		if code := Main(t.Context(), []string{"cancel", "--repo", repoDir, runID, task}, strings.NewReader(""), &out, &errb); code != 1 || !strings.Contains(errb.String(), want) {
+			t.Errorf("cancel %s of the killed run: exit %d, %q; want 1 and %q", task, code, errb.String(), want)
+		}
+	}
+	if recs, _ := filepath.Glob(filepath.Join(rundir.Path(repoDir, runID), "cancel", "*.json")); len(recs) != 0 {
+		t.Errorf("refused cancellations were recorded: %v", recs)
+	}
 	if err := os.WriteFile(filepath.Join(flags, "release"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -16,9 +16,9 @@ import (
 
 func mcpCommand() *command {
 	return &command{
-		name:    "mcp",
-		summary: "serve the durable write surface (rw.* tools) over MCP",
-		help: `apiary mcp serves the agents' write surface as an MCP server: the Resilient
+		Name:    "mcp",
+		Summary: "serve the durable write surface (rw.* tools) over MCP",
+		Help: `apiary mcp serves the agents' write surface as an MCP server: the Resilient
 Write tools (rw.safe_write, rw.chunk_*, rw.scratch_*, rw.handoff_*,
 rw.checkpoint*, rw.risk_score, rw.validate, rw.journal_tail, rw.analytics)
 with the same names, arguments and error envelope, plus rw.read, rw.edit,
@@ -54,7 +54,12 @@ policy.yaml) lives in the workspace's state directory, which the tools
 refuse to touch as a user path. Environment: RW_WORKSPACE, RW_POLICY_FILE
 (policy override, absolute or workspace-relative), RW_SCRATCH_DISABLE_GET
 (any value: rw.scratch_get is refused).`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		Examples: []string{
+			"apiary mcp --root .",
+			"apiary mcp --root . --listen 127.0.0.1:7430",
+			"apiary mcp --root ws --write-scope src/ --escrow-tool rw.move",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			var roots, scopes stringList
 			fs.Var(&roots, "root", "`DIR` the tools may touch (repeatable; the first is the workspace, the others are @NAME/…)")
 			fs.Var(&scopes, "write-scope", "path `PREFIX` the tools may write under (repeatable; default everywhere)")
@@ -86,10 +91,15 @@ type mcpFlags struct {
 }
 
 func runMCP(ctx context.Context, e *env, f mcpFlags) error {
-	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if f.listen != "" {
+		if err := checkListen("--listen", f.listen); err != nil {
+			return err
+		}
+	}
+	log := slog.New(slog.NewTextHandler(e.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	roots := f.roots
 	if len(roots) == 0 {
-		if ws := e.getenv("RW_WORKSPACE"); ws != "" {
+		if ws := e.Getenv("RW_WORKSPACE"); ws != "" {
 			roots = []string{ws}
 		} else {
 			wd, err := os.Getwd()
@@ -102,8 +112,8 @@ func runMCP(ctx context.Context, e *env, f mcpFlags) error {
 	cfg := durable.Config{
 		Roots:              roots,
 		StateDir:           f.stateDir,
-		PolicyFile:         e.getenv("RW_POLICY_FILE"),
-		ScratchGetDisabled: e.getenv("RW_SCRATCH_DISABLE_GET") != "",
+		PolicyFile:         e.Getenv("RW_POLICY_FILE"),
+		ScratchGetDisabled: e.Getenv("RW_SCRATCH_DISABLE_GET") != "",
 		Logger:             log,
 	}
 	name := ""
@@ -133,10 +143,10 @@ func runMCP(ctx context.Context, e *env, f mcpFlags) error {
 	}
 	defer ws.Close()
 	// The SDK narrates every session at Info; keep stderr for what matters.
-	sdkLog := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sdkLog := slog.New(slog.NewTextHandler(e.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv := mcpserver.New(ws, mcpserver.Options{Name: name, Version: readBuildVersion().Version, Logger: sdkLog, Spawner: spawner})
 	if f.listen == "" {
-		return mcpserver.ServeStdio(ctx, srv, e.stdin, e.stdout)
+		return mcpserver.ServeStdio(ctx, srv, e.Stdin, e.Stdout)
 	}
 	addr := f.listen
 	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
@@ -146,6 +156,6 @@ func runMCP(ctx context.Context, e *env, f mcpFlags) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stderr, "apiary mcp: serving http://%s/mcp (workspace %s)\n", ln.Addr(), ws.Dir())
+	fmt.Fprintf(e.Stderr, "apiary mcp: serving http://%s/mcp (workspace %s)\n", ln.Addr(), ws.Dir())
 	return mcpserver.ServeHTTP(ctx, ln, mcpserver.HTTPHandler(srv, mcpserver.HTTPOptions{Logger: sdkLog}))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/capability"
@@ -25,14 +24,14 @@ type capFlags struct {
 func (f capFlags) wire(ctx context.Context, e *env, workspace string, cfg *durable.Config) (mcpserver.Spawner, error) {
 	token := f.token
 	if token == "" {
-		token = e.getenv("APIARY_CAPABILITY")
+		token = e.Getenv("APIARY_CAPABILITY")
 	}
 	if token == "" {
 		return nil, nil
 	}
 	keyFile := f.keyFile
 	if keyFile == "" {
-		if keyFile = findKey(workspace); keyFile == "" {
+		if keyFile = runs.FindKey(workspace); keyFile == "" {
 			return nil, usagef("--capability needs --key-file: no .apiary/cap.key above %s", workspace)
 		}
 	}
@@ -42,7 +41,7 @@ func (f capFlags) wire(ctx context.Context, e *env, workspace string, cfg *durab
 	}
 	revFile := f.revocations
 	if revFile == "" {
-		revFile = e.getenv("APIARY_REVOCATIONS")
+		revFile = e.Getenv("APIARY_REVOCATIONS")
 	}
 	var rev capability.Revoker
 	if revFile != "" {
@@ -54,7 +53,7 @@ func (f capFlags) wire(ctx context.Context, e *env, workspace string, cfg *durab
 	}
 	control := f.control
 	if control == "" {
-		control = e.getenv("APIARY_CONTROL")
+		control = e.Getenv("APIARY_CONTROL")
 	}
 	var ctl *runs.Control
 	if control != "" {
@@ -69,7 +68,7 @@ func (f capFlags) wire(ctx context.Context, e *env, workspace string, cfg *durab
 		return err
 	}
 	if cfg.Authority != nil {
-		cfg.Authority = bothAuthorities{cfg.Authority, capAuth}
+		cfg.Authority = durable.AllOf(cfg.Authority, capAuth)
 	} else {
 		cfg.Authority = capAuth
 	}
@@ -77,33 +76,4 @@ func (f capFlags) wire(ctx context.Context, e *env, workspace string, cfg *durab
 		return nil, nil
 	}
 	return runs.AgentSpawner{Control: ctl, Capability: token}, nil
-}
-
-// bothAuthorities allows what both allow.
-type bothAuthorities [2]durable.Authority
-
-func (b bothAuthorities) Allow(tool, path string) error {
-	if err := b[0].Allow(tool, path); err != nil {
-		return err
-	}
-	return b[1].Allow(tool, path)
-}
-
-// findKey looks for the repository's key in dir and its ancestors (an
-// agent's worktree lives under the repository's .apiary/).
-func findKey(dir string) string {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return ""
-	}
-	for {
-		if fi, err := os.Stat(runs.KeyPath(dir)); err == nil && fi.Mode().IsRegular() {
-			return runs.KeyPath(dir)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
 }

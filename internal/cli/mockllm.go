@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,9 +15,9 @@ import (
 
 func mockllmCommand() *command {
 	return &command{
-		name:    "mockllm",
-		summary: "run llmfake, the scripted fault-injecting model server",
-		help: `mockllm serves fake Anthropic, OpenAI (also Azure paths), Gemini and Ollama APIs on
+		Name:    "mockllm",
+		Summary: "run llmfake, the scripted fault-injecting model server",
+		Help: `mockllm serves fake Anthropic, OpenAI (also Azure paths), Gemini and Ollama APIs on
 loopback, with per-key rate limits and their real headers, injected faults and
 scripted tool-calling conversations, so agents and the gateway run without keys.
 
@@ -29,7 +28,12 @@ POST /_config (a JSON patch of the configuration, applied live).
 
 Example:
   apiary mockllm --listen 127.0.0.1:0 --rpm 50 --error-rate 0.08 --error-statuses 502`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		Examples: []string{
+			"apiary mockllm --listen 127.0.0.1:7411 --rpm 50",
+			"apiary mockllm --script script.yaml --format anthropic",
+			"apiary mockllm --error-rate 0.1 --cut-rate 0.05 --seed 7",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			listen := fs.String("listen", "127.0.0.1:7411", "`ADDR` to listen on; port 0 picks a free port")
 			format := fs.String("format", "auto", "wire `FORMAT`: anthropic, openai, gemini, ollama, or auto (by path)")
 			rpm := fs.Int64("rpm", 0, "`N` requests per window per API key (0: unlimited)")
@@ -67,7 +71,7 @@ Example:
 					return err
 				}
 				ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-				statuses, err := parseStatuses(*errStatuses)
+				statuses, err := llmfake.ParseStatuses(*errStatuses)
 				if err != nil {
 					return usagef("--error-statuses: %v", err)
 				}
@@ -98,7 +102,10 @@ Example:
 				}
 				opts := llmfake.Options{Seed: *seed}
 				if *verbose {
-					opts.Logger = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+					opts.Logger = slog.New(slog.NewTextHandler(e.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+				}
+				if err := checkListen("--listen", *listen); err != nil {
+					return err
 				}
 				srv, err := llmfake.New(cfg, opts)
 				if err != nil {
@@ -109,7 +116,7 @@ Example:
 					return err
 				}
 				hs := llmfake.Serve(l, srv)
-				fmt.Fprintf(e.stdout, "listening on %s\n", hs.URL)
+				fmt.Fprintf(e.Stdout, "listening on %s\n", hs.URL)
 				<-ctx.Done()
 				// Let requests in flight finish for a while, then cut them.
 				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -121,20 +128,4 @@ Example:
 			}
 		},
 	}
-}
-
-func parseStatuses(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 500 || n > 599 {
-			return nil, fmt.Errorf("%q is not a 5xx status", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }

@@ -2,17 +2,13 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 
+	"github.com/apiary-dev/apiary/internal/access"
 	"github.com/apiary-dev/apiary/internal/attempt"
-	"github.com/apiary-dev/apiary/internal/board"
-	"github.com/apiary-dev/apiary/internal/board/connect"
-	"github.com/apiary-dev/apiary/internal/durable"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/review"
 	"github.com/apiary-dev/apiary/internal/rundir"
@@ -20,53 +16,68 @@ import (
 
 func reviewCommand() *command {
 	return &command{
-		name:    "review",
-		summary: "check a change with analysers and decision rules before it merges",
-		help: `Reviews one change — the commits from --base to --head (default HEAD), or a
+		Name:    "review",
+		Summary: "check a change with analysers and decision rules before it merges",
+		Help: `Reviews one change — the commits from --base to --head (default HEAD), or a
 patch file applied to --base — before it merges. The change is diffed from
 the merge base of the two. Analysers chosen by what the change touches (the
 configuration's when: rules on changed paths and tags; tags come from
 --tag and from "Apiary-Tags:" commit trailers) run in parallel, each as a
 task with an envelope on a read-only checkout of the head:
 
-  secret-scan         secret-like content on added lines (the durable
-                      server's risk detectors)
+  secret-scan         credentials the change adds (GitHub, GitLab, Slack,
+                      AWS, GCP, Stripe, model API keys, private keys,
+                      JWTs), in every changed file whatever its size
   forbidden-patterns  deleted tests, removed assertions, skip markers,
-                      emptied test files, sealed paths (the runtime's gates)
-  go-test             go test at head and base: failing tests, coverage delta
-  go-bench            benchmarks of head against base, interleaved runs,
-                      compared with benchstat's statistics
+                      emptied test files, tests that bypass their own
+                      assertions, sealed paths (the runtime's gates)
+  go-test             go test at head and base: failing tests and build
+                      errors at their file:line, coverage delta
+  go-bench            benchmarks of the packages the change edits, head
+                      against base, interleaved runs, benchstat's statistics
   api-diff            the exported Go API, base against head
-  decisions           references to missing or superseded decisions
+  decisions           references to missing, superseded or rejected
+                      decisions, and lines a decision forbids
                       (docs/decisions/*.md, "decision: D-<n>" in code)
 
 and any agent profile given an objective, which answers with JSON findings.
-Findings ({kind, severity, file, line, evidence, analyser}) are stored on
-the board (--board; the local board by default); analysers that subscribe
-to findings react to them in one bounded second round. Then rules, not
-votes, decide: no finding at or above the blocking severity, the coverage
-delta and benchmark regression within their thresholds, no API break
-without a version bump. If the rules say merge and reviewers are
-configured, two or more reviewer agents in independent contexts may still
-block it; a disagreement escalates to a human (blocked, pending) or to a
-third reviewer. Reviewers never merge.
+Findings ({kind, severity, file, line, evidence, action, analyser}) are
+stored on the board (--board; the local board by default); analysers that
+subscribe to findings react to them in one bounded second round. Then
+rules, not votes, decide: no finding at or above the blocking severity,
+the coverage delta and benchmark regression within their thresholds, no
+API break without a version bump, no change to the review's own rules
+without a person's approval. If the rules say merge and reviewers are
+configured, two or more reviewer agents — each in its own checkout with a
+private state directory, none seeing another's work before all have
+answered — may still block it; a disagreement escalates to a human
+(blocked, pending) or to a third reviewer; when every reviewer fails the
+review must be run again. Reviewers never merge.
 
-The report (Markdown, or JSON with --json) cites every finding by id; it is
-also written to .apiary/reviews/REVIEW_ID/. With --apply, a change decided
-merge is integrated through the runtime (a one-task run: its gates, its
-checks, compare-and-swap on the branch). The exit status is 0 only for
-merge.
+The rules never come from the change: --config names a file outside the
+repository (a path inside it is read as the base commit has it); without
+it, review.yaml as the base commit has it is used if present, else a
+default that runs every built-in. A change that edits review.yaml or a
+decision record waits for a person ('apiary review resolve').
 
---config names the configuration (see examples/review.yaml); without it,
-review.yaml at the repository root is used if present, else a default that
-runs every built-in but go-bench. Agents reach the models at --model-url
-(default $ANTHROPIC_BASE_URL) with $APIARY_MODEL_KEY (else
-$ANTHROPIC_API_KEY; with a URL and no key, each task gets the key
+The report (Markdown, or JSON with --json) cites every finding by id and
+is authenticated with the repository's review key (.apiary/review.key); it
+is also written to .apiary/reviews/REVIEW_ID/. With --apply, a change
+decided merge is integrated through the runtime (a one-task run: its
+gates, its checks, compare-and-swap on the branch). Agents reach the
+models at --model-url (default $ANTHROPIC_BASE_URL) with $APIARY_MODEL_KEY
+(else $ANTHROPIC_API_KEY; with a URL and no key, each task gets the key
 review-NAME).
 
-A review escalated to a human is settled with 'apiary review resolve'.`,
-		subs: []*command{reviewResolveCommand()},
-		setup: func(fs *flag.FlagSet) runFunc {
+Exit status: 0 merge, 1 blocked, 2 usage error (a bad flag, revision or
+configuration), 3 the review could not be carried out.`,
+		Examples: []string{
+			"apiary review",
+			"apiary review --base main --head feature --json",
+			"apiary review --patch change.patch --base main",
+		},
+		Subs: []*command{reviewResolveCommand()},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			f := reviewFlags{}
 			fs.StringVar(&f.base, "base", "main", "the `REF` the change is judged against")
 			fs.StringVar(&f.head, "head", "", "the `REF` under review (default HEAD)")
@@ -114,55 +125,66 @@ func (f *reviewFlags) run(ctx context.Context, e *env) error {
 	repo := git.New(f.repo, git.Options{})
 	root, err := repo.TopLevel(ctx)
 	if err != nil {
-		return fmt.Errorf("%s is not in a git repository: %w", f.repo, err)
+		return usagef("%v", repoError(f.repo, err))
 	}
 	if f.head == "HEAD" {
 		warnUncommitted(ctx, e, repo.At(root))
 	}
-	cfg, err := loadReviewConfig(f.config, root)
+	// Revisions that do not resolve are usage errors, found before the
+	// review writes anything (its state directory, its key, the board).
+	for _, r := range []struct{ flag, rev string }{{"--base", f.base}, {"--head", f.head}} {
+		if r.rev == "" {
+			continue
+		}
+		if _, err := repo.At(root).RevParse(ctx, r.rev+"^{commit}"); errors.Is(err, git.ErrNotFound) || errors.Is(err, git.ErrBadArgument) {
+			return usagef("%s %q: no such commit in %s", r.flag, r.rev, root)
+		} else if err != nil {
+			return failed(err)
+		}
+	}
+	// A head the base already contains is no change: there is nothing to
+	// review, and nothing is recorded.
+	if f.patch == "" {
+		if in, err := repo.At(root).IsAncestor(ctx, f.head, f.base); err != nil {
+			return failed(err)
+		} else if in {
+			fmt.Fprintf(e.Stderr, "apiary review: nothing to review: %s has no commits that %s lacks\n", f.head, f.base)
+			return nil
+		}
+	}
+	cfg, cfgPath, err := reviewConfig(f.config, root)
 	if err != nil {
 		return err
 	}
 	if err := rundir.Init(root); err != nil {
-		return err
+		return failed(err)
 	}
-	dsn := f.board
-	if dsn == "" {
-		dsn = "local:" + filepath.Join(root, board.DefaultLocalPath)
-	}
-	st, err := connect.Open(ctx, dsn, connect.Options{})
+	st, err := review.OpenBoard(ctx, f.board, root)
 	if err != nil {
-		return fmt.Errorf("opening the board %s: %w", dsn, err)
+		return failed(err)
 	}
 	defer st.Close()
-	scanner, closeScanner, err := newSecretScanner(ctx, root)
+	scanner, err := review.OpenDurableScanner(ctx)
 	if err != nil {
-		return err
+		return failed(err)
 	}
-	defer closeScanner()
+	defer scanner.Close()
 	opt := review.Options{Repo: repo.At(root), Board: st, Secrets: scanner, MaxParallel: f.maxParallel,
 		OnAnalyser: func(r review.AnalyserRun) {
 			msg := fmt.Sprintf("review: %s %s (%s): %s", r.Kind, r.Name, r.Uses, r.Status)
 			if r.Status != "skipped" {
 				msg += fmt.Sprintf(", %d finding(s), %.1fs", r.Findings, r.WallS)
 			}
-			fmt.Fprintln(e.stderr, msg)
+			fmt.Fprintln(e.Stderr, msg)
 		}}
-	url := f.modelURL
-	if url == "" {
-		url = e.getenv("ANTHROPIC_BASE_URL")
-	}
-	key := e.getenv("APIARY_MODEL_KEY")
-	if key == "" {
-		key = e.getenv("ANTHROPIC_API_KEY")
-	}
+	url, key := modelEndpoint(e, f.modelURL)
 	switch {
 	case url != "" && key == "":
-		opt.Models = directAccess{baseURL: url, keyFor: func(r attempt.TaskRef) string { return "review-" + r.Task }}
+		opt.Models = access.Direct{BaseURL: url, KeyFor: func(r attempt.TaskRef) string { return "review-" + r.Task }}
 	case url != "" || key != "":
-		opt.Models = directAccess{baseURL: url, key: key}
+		opt.Models = access.Direct{BaseURL: url, Key: key}
 	}
-	req := review.Request{ID: f.id, Base: f.base, Head: f.head, Patch: f.patch, Tags: f.tags, Config: cfg, Apply: f.apply}
+	req := review.Request{ID: f.id, Base: f.base, Head: f.head, Patch: f.patch, Tags: f.tags, Config: cfg, ConfigPath: cfgPath, Apply: f.apply}
 	rep, err := review.Run(ctx, opt, req)
 	return printReview(e, rep, err, f.json)
 }
@@ -170,35 +192,36 @@ func (f *reviewFlags) run(ctx context.Context, e *env) error {
 // warnUncommitted tells the user that the review sees HEAD, not the edits
 // in the working tree (untracked files are not counted).
 func warnUncommitted(ctx context.Context, e *env, repo *git.Repo) {
-	st, err := repo.Status(ctx)
-	if err != nil {
-		return // the review itself reports a broken repository
-	}
-	n := 0
-	for _, s := range st {
-		if !s.Untracked() {
-			n++
-		}
-	}
-	if n > 0 {
-		fmt.Fprintf(e.stderr, "apiary: warning: %d uncommitted change(s) are not reviewed: the review sees HEAD\n", n)
+	// A broken repository is reported by the review itself.
+	if n, err := review.Uncommitted(ctx, repo); err == nil && n > 0 {
+		fmt.Fprintf(e.Stderr, "apiary: warning: %d uncommitted change(s) are not reviewed: the review sees HEAD\n", n)
 	}
 }
 
 func reviewResolveCommand() *command {
 	return &command{
-		name:    "resolve",
-		args:    "REVIEW_ID approve|block",
-		summary: "settle a review whose reviewers disagreed and escalated to a human",
-		help: `Records a person's verdict on a review whose reviewers disagreed and
-escalated to a human: in the review's report (.apiary/reviews/REVIEW_ID/)
-and on the board. Approving settles only the reviewers' disagreement: the
-review had passed every rule, so it now merges; blocking keeps it out. A
-review is resolved once. With --apply an approved change is integrated
-through the runtime, as 'apiary review --apply' does (the apply: section of
---config, default review.yaml at the repository root). Prints the updated
-report; the exit status is 0 only for merge.`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		Name:    "resolve",
+		Args:    "REVIEW_ID approve|block",
+		Summary: "settle a review whose reviewers disagreed and escalated to a human",
+		Help: `Records a person's verdict on a review waiting for one — its reviewers
+disagreed and escalated to a human, or its change edits the review's
+rules — in the review's report (.apiary/reviews/REVIEW_ID/) and on the
+board. The report must be authentic (its MAC verifies with the
+repository's review key, and its rules follow from its findings): an
+edited or forged report is refused. Approving settles only what waits for
+a person: a review blocked by any other rule cannot be resolved, nor one
+whose reviewers all failed (run it again). A review is resolved once. With
+--apply an approved change is integrated through the runtime, as 'apiary
+review --apply' does (the apply: section of --config, default review.yaml
+as the review's base has it). Prints the updated report.
+
+Exit status: 0 merge, 1 blocked, 2 usage error (including a review not
+awaiting a person), 3 the report is not authentic or resolving failed.`,
+		Examples: []string{
+			"apiary review resolve 20261202-003423-375598 approve",
+			"apiary review resolve --by alice 20261202-003423-375598 block",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			var repoDir, dsn, by, config string
 			var apply, asJSON bool
 			fs.StringVar(&repoDir, "repo", ".", "the git repository, `DIR`")
@@ -215,7 +238,7 @@ report; the exit status is 0 only for merge.`,
 					return usagef("verdict %q: want approve or block", v)
 				}
 				if by == "" {
-					by = e.getenv("USER")
+					by = e.Getenv("USER")
 				}
 				if by == "" {
 					return usagef("--by is required when $USER is not set")
@@ -223,124 +246,115 @@ report; the exit status is 0 only for merge.`,
 				repo := git.New(repoDir, git.Options{})
 				root, err := repo.TopLevel(ctx)
 				if err != nil {
-					return fmt.Errorf("%s is not in a git repository: %w", repoDir, err)
+					return usagef("%v", repoError(repoDir, err))
 				}
-				cfg, err := loadReviewConfig(config, root)
+				cfg, cfgPath, err := reviewConfig(config, root)
 				if err != nil {
 					return err
 				}
-				if dsn == "" {
-					dsn = "local:" + filepath.Join(root, board.DefaultLocalPath)
-				}
-				st, err := connect.Open(ctx, dsn, connect.Options{})
+				st, err := review.OpenBoard(ctx, dsn, root)
 				if err != nil {
-					return fmt.Errorf("opening the board %s: %w", dsn, err)
+					return failed(err)
 				}
 				defer st.Close()
 				rep, err := review.Resolve(ctx, review.Options{Repo: repo.At(root), Board: st},
-					review.ResolveRequest{ID: args[0], Verdict: args[1], By: by, Config: cfg, Apply: apply})
+					review.ResolveRequest{ID: args[0], Verdict: args[1], By: by, Config: cfg, ConfigPath: cfgPath, Apply: apply})
 				return printReview(e, rep, err, asJSON)
 			}
 		},
 	}
 }
 
+// Exit statuses of apiary review (see its help).
+const (
+	reviewExitBlocked = 1
+	reviewExitError   = 3
+)
+
+// exitStatusError is a failure with its own exit status; Main exits with
+// exitCode() when an error it handles wraps one (see reviewExit).
+type exitStatusError struct {
+	code int
+	err  error
+}
+
+func (e *exitStatusError) Error() string { return e.err.Error() }
+func (e *exitStatusError) Unwrap() error { return e.err }
+func (e *exitStatusError) exitCode() int { return e.code }
+
+// failed marks an error that kept a review from being carried out.
+func failed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitStatusError{code: reviewExitError, err: err}
+}
+
+// reviewExit maps what a review command ended with to its exit status: 0
+// merge, 1 blocked (reported), 2 usage (a bad flag, revision, request or
+// configuration), 3 any other failure.
+func reviewExit(err error) int {
+	var ue *usageError
+	var se *exitStatusError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.As(err, &se):
+		return se.exitCode()
+	case errors.Is(err, errSilent):
+		return reviewExitBlocked
+	}
+	return reviewExitError
+}
+
+// reviewError sorts a review's error into usage (the request or the
+// configuration is wrong) and failure.
+func reviewError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, review.ErrForged):
+		return failed(err)
+	case errors.Is(err, review.ErrRequest), errors.Is(err, review.ErrConfig):
+		return usagef("%v", err)
+	}
+	return failed(err)
+}
+
 // printReview prints a review's report (if any) and turns its decision into
-// the exit status: 0 only for merge.
+// the exit status: 0 merge, 1 blocked (see reviewExit for errors).
 func printReview(e *env, rep *review.Report, err error, asJSON bool) error {
 	if rep == nil {
-		return err
+		return reviewError(err)
 	}
-	fmt.Fprintf(e.stderr, "review %s: %s\n", rep.ReviewID, rep.Decision)
+	fmt.Fprintf(e.Stderr, "review %s: %s\n", rep.ReviewID, rep.Decision)
+	write := rep.WriteMarkdown
 	if asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if werr := enc.Encode(rep); werr != nil {
-			return werr
-		}
-	} else if werr := rep.WriteMarkdown(e.stdout); werr != nil {
-		return werr
+		write = func(w io.Writer) error { return writeJSON(w, rep) }
+	}
+	if werr := write(e.Stdout); werr != nil {
+		return failed(werr)
 	}
 	if err != nil {
-		return err
+		return reviewError(err)
 	}
 	if rep.Decision != review.Merge {
-		return errSilent
+		return &exitStatusError{code: reviewExitBlocked, err: errSilent}
 	}
 	return nil
 }
 
-// loadReviewConfig reads the configuration: path, else review.yaml at the
-// repository root, else the default.
-func loadReviewConfig(path, root string) (*review.Config, error) {
-	if path == "" {
-		p := filepath.Join(root, "review.yaml")
-		if _, err := os.Stat(p); err != nil {
-			return review.DefaultConfig(), nil
-		}
-		path = p
+// reviewConfig reads the configuration --config names (see
+// review.OperatorConfig); its problems are usage errors.
+func reviewConfig(file, root string) (*review.Config, string, error) {
+	cfg, path, err := review.OperatorConfig(file, root)
+	switch {
+	case errors.Is(err, review.ErrConfig):
+		return nil, "", usagef("%v", err)
+	case err != nil:
+		return nil, "", usagef("--config: %v", err)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return review.ParseConfig(path, b)
-}
-
-// durableScanner is review.SecretScanner over the durable server's risk
-// score: the review and the agents' write surface share its detectors (and
-// the repository's policy override, .apiary/durable/policy.yaml).
-type durableScanner struct {
-	ws *durable.Workspace
-}
-
-var _ review.SecretScanner = durableScanner{}
-
-func (d durableScanner) ScanSecrets(ctx context.Context, content string) ([]review.SecretHit, error) {
-	res, err := d.ws.RiskScore(ctx, durable.RiskScoreParams{Content: content})
-	if err != nil {
-		return nil, err
-	}
-	det, _ := res["detected_patterns"].([]map[string]any)
-	var out []review.SecretHit
-	for _, m := range det {
-		line, ok := m["line"].(int)
-		if !ok {
-			continue // size rules: about the whole text, not a secret
-		}
-		h := review.SecretHit{Line: line}
-		h.Family, _ = m["kind"].(string)
-		h.Pattern, _ = m["pattern"].(string)
-		h.Match, _ = m["match"].(string)
-		out = append(out, h)
-	}
-	return out, nil
-}
-
-// newSecretScanner opens a durable workspace in a temporary directory (its
-// startup sweep must not walk the repository) with the repository's
-// policy, if it has one.
-func newSecretScanner(ctx context.Context, root string) (review.SecretScanner, func(), error) {
-	dir, err := os.MkdirTemp("", "apiary-review-scan-")
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg := durable.Config{Roots: []string{dir}}
-	if p := filepath.Join(root, durable.DefaultStateDir, "policy.yaml"); fileExists(p) {
-		cfg.PolicyFile = p
-	}
-	ws, err := durable.Open(ctx, cfg)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, fmt.Errorf("secret scanner: %w", err)
-	}
-	return durableScanner{ws: ws}, func() {
-		ws.Close()
-		os.RemoveAll(dir)
-	}, nil
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return !errors.Is(err, os.ErrNotExist)
+	return cfg, path, nil
 }

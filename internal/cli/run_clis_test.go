@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/apiary-dev/apiary/internal/agent"
+	"github.com/apiary-dev/apiary/internal/demo"
 	"github.com/apiary-dev/apiary/internal/envtest"
 	"github.com/apiary-dev/apiary/internal/git/gittest"
 	"github.com/apiary-dev/apiary/internal/llmfake"
@@ -49,7 +50,7 @@ func TestRunWorkersWriteThroughMCP(t *testing.T) {
 	for _, k := range kinds {
 		fmt.Fprintf(&script, "  - name: %[1]s\n    match: {user: \"[mcp %[1]s]\"}\n    turns:\n      - text: \"Writing durably.\"\n        tool_calls: [{name: %[2]q, input: {path: notes/%[1]s.txt, content: %[3]q}}]\n    final: \"Wrote notes/%[1]s.txt.\"\n",
 			k, mcpToolNames[k], content(k))
-		fmt.Fprintf(&planDoc, "  %[1]s-w: {kind: %[1]s, model: %[2]s}\n", k, demoModels[k])
+		fmt.Fprintf(&planDoc, "  %[1]s-w: {kind: %[1]s, model: %[2]s}\n", k, demo.Model(k))
 	}
 	planDoc.WriteString("tasks:\n")
 	for _, k := range kinds {
@@ -77,8 +78,8 @@ func TestRunWorkersWriteThroughMCP(t *testing.T) {
 	vars := map[string]string{"APIARY_MODEL_KEY": "sk-upstream-real", "PATH": os.Getenv("PATH"),
 		"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
 	var stdout, stderr bytes.Buffer
-	e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return vars[k] }}
-	if err := rootCommand().execute(t.Context(), e, "apiary", args); err != nil && err != errSilent {
+	e := &env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return vars[k] }}
+	if err := rootCommand().Execute(t.Context(), e, "apiary", args); err != nil && err != errSilent {
 		t.Fatalf("apiary run: %v\n%s", err, stderr.String())
 	}
 	ids, err := rundir.List(repo.Dir())

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apiary-dev/apiary/internal/access"
 	"github.com/apiary-dev/apiary/internal/envtest"
 	"github.com/apiary-dev/apiary/internal/gateway"
 	"github.com/apiary-dev/apiary/internal/git"
@@ -90,7 +91,7 @@ func TestRunThroughGateway(t *testing.T) {
 		t.Errorf("llmfake saw keys %v, want only %s", keysOf(st.Keys), realKey)
 	}
 	// The task's usage is the ledger's for its key.
-	db, err := gateway.OpenDB(runGatewayLedger(repo))
+	db, err := gateway.OpenDB(access.RunLedger(repo))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,44 +1,14 @@
 package cli
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/apiary-dev/apiary/internal/agent"
 	"github.com/apiary-dev/apiary/internal/attempt"
-	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/plan"
 	"github.com/apiary-dev/apiary/internal/rundir"
-	"github.com/apiary-dev/apiary/internal/strictyaml"
 )
-
-// directAccess is attempt.ModelAccess without a gateway: every attempt gets
-// the same base URL, and a key that is either the configured one or one
-// derived from the task (keyFor); usage is unknown, so the run falls back
-// on the agents' own reports. The gateway replaces it with one virtual key
-// per attempt and its ledger.
-type directAccess struct {
-	baseURL string
-	key     string
-	keyFor  func(attempt.TaskRef) string
-}
-
-var _ attempt.ModelAccess = directAccess{}
-
-func (d directAccess) Grant(_ context.Context, ref attempt.TaskRef, _ envelope.Budget) (attempt.Access, error) {
-	key := d.key
-	if d.keyFor != nil {
-		key = d.keyFor(ref)
-	}
-	return attempt.Access{BaseURL: d.baseURL, APIKey: key}, nil
-}
-
-func (d directAccess) Usage(context.Context, string) (attempt.Usage, error) {
-	return attempt.Usage{}, nil
-}
 
 // mcpSurface is attempt.WriteSurface: it starts this binary as `apiary
 // mcp` over stdio, rooted at the worktree and confined to the task's write
@@ -107,35 +77,29 @@ func newMCPSurface(root string) (attempt.WriteSurface, error) {
 	return mcpSurface{exe: link}, nil
 }
 
-// loadAgents reads an agents file: a YAML (or JSON) mapping of profile name
-// to profile, as under a plan's agents:.
+// loadAgents reads an agents file (see plan.LoadAgents), each profile
+// checked as an agent profile.
 func loadAgents(path string) (map[string]plan.Agent, error) {
-	if path == "" {
-		return nil, nil
+	return plan.LoadAgents(path, func(name string, a plan.Agent) error {
+		return agent.Profile{Name: name, Kind: a.Kind, Argv: a.Argv}.Validate()
+	})
+}
+
+// modelKey is the model API key agents are given: $APIARY_MODEL_KEY, else
+// $ANTHROPIC_API_KEY.
+func modelKey(e *env) string {
+	if key := e.Getenv("APIARY_MODEL_KEY"); key != "" {
+		return key
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
+	return e.Getenv("ANTHROPIC_API_KEY")
+}
+
+// modelEndpoint is where agents reach the models: the --model-url flag's
+// URL, else $ANTHROPIC_BASE_URL, and modelKey.
+func modelEndpoint(e *env, flagURL string) (url, key string) {
+	url = flagURL
+	if url == "" {
+		url = e.Getenv("ANTHROPIC_BASE_URL")
 	}
-	doc, err := strictyaml.ParseAuto(path, b, strictyaml.Options{MaxBytes: 1 << 20})
-	if err != nil {
-		return nil, err
-	}
-	var raw map[string]plan.Agent
-	if err := doc.Decode(&raw); err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(raw))
-	for n := range raw {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		a := raw[n]
-		if err := (agent.Profile{Name: n, Kind: a.Kind, Argv: a.Argv}).Validate(); err != nil {
-			at := doc.Pos(strictyaml.Path{n})
-			return nil, fmt.Errorf("%s:%d:%d: %w", path, at.Line, at.Column, err)
-		}
-	}
-	return raw, nil
+	return url, modelKey(e)
 }

@@ -6,7 +6,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/apiary-dev/apiary/internal/access"
 	"github.com/apiary-dev/apiary/internal/attempt"
+	"github.com/apiary-dev/apiary/internal/demo"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/rundir"
 )
@@ -50,7 +52,7 @@ func TestMCPSurface(t *testing.T) {
 
 func TestDirectAccess(t *testing.T) {
 	t.Parallel()
-	d := directAccess{baseURL: "http://127.0.0.1:1", key: "k"}
+	d := access.Direct{BaseURL: "http://127.0.0.1:1", Key: "k"}
 	a, err := d.Grant(t.Context(), attempt.TaskRef{Task: "x"}, envelope.Budget{})
 	if err != nil || a.BaseURL != "http://127.0.0.1:1" || a.APIKey != "k" {
 		t.Errorf("grant %+v %v", a, err)
@@ -58,7 +60,7 @@ func TestDirectAccess(t *testing.T) {
 	if u, err := d.Usage(t.Context(), a.KeyID); err != nil || u.Known {
 		t.Errorf("usage %+v %v: a direct connection cannot know", u, err)
 	}
-	if a, _ := (directAccess{keyFor: demoKey}).Grant(t.Context(), attempt.TaskRef{Task: "mul", Role: attempt.RoleWorker}, envelope.Budget{}); a.APIKey != "demo-mul" {
+	if a, _ := (access.Direct{KeyFor: demo.Key}).Grant(t.Context(), attempt.TaskRef{Task: "mul", Role: attempt.RoleWorker}, envelope.Budget{}); a.APIKey != "demo-mul" {
 		t.Errorf("demo key %q", a.APIKey)
 	}
 	if isTerminal(&bytes.Buffer{}) {

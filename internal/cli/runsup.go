@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -48,12 +49,19 @@ func (f *supFlags) apply(e *env, cfg *runs.Config, modelURL string) error {
 	}
 	if ms, ok := cfg.Writes.(mcpSurface); ok {
 		cfg.ApiaryBin = ms.exe
+		// `apiary` on the agents' PATH, for apiary spawn and friends, in
+		// front of the PATH they get anyway (this process's).
+		path := e.Getenv("PATH")
+		if path == "" {
+			path = os.Getenv("PATH")
+		}
+		cfg.AgentPath = filepath.Dir(ms.exe) + string(os.PathListSeparator) + path
 	}
 	if u, err := url.Parse(modelURL); err == nil && u.Host != "" {
 		cfg.ModelHosts = []string{u.Host}
 	}
-	if f, ok := e.stdin.(*os.File); ok && isTerminal(f) && isTerminal(e.stderr) {
-		cfg.Ask = (&ttyAsker{in: bufio.NewReader(e.stdin), out: e.stderr}).ask
+	if f, ok := e.Stdin.(*os.File); ok && isTerminal(f) && isTerminal(e.Stderr) {
+		cfg.Ask = (&ttyAsker{in: bufio.NewReader(e.Stdin), out: e.Stderr}).ask
 	}
 	return nil
 }

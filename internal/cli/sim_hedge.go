@@ -3,18 +3,15 @@ package cli
 import (
 	"context"
 	"flag"
-	"math"
-	"strconv"
-	"strings"
 
 	"github.com/apiary-dev/apiary/internal/sim"
 )
 
 func simHedgeCommand() *command {
 	return &command{
-		name:    "hedge",
-		summary: "tail latency of a task under k-of-N attempts or a hedge after a quantile",
-		help: `One attempt of a task takes a lognormal time (--median-s, --p90-s); with
+		Name:    "hedge",
+		Summary: "tail latency of a task under k-of-N attempts or a hedge after a quantile",
+		Help: `One attempt of a task takes a lognormal time (--median-s, --p90-s); with
 --straggler-prob an attempt straggles and takes --straggler-factor times as
 long. Prints the percentiles of the time to the task's result with one
 attempt and under a policy, the probability of a result, the mean, and the
@@ -35,7 +32,11 @@ numerical integration); --rho, the share of the variance of log duration
 that a task's attempts have in common (a hard task is slow for every agent),
 has no closed form and is estimated by Monte Carlo with --trials and --seed,
 with 95% confidence intervals. --method monte-carlo simulates in any case.`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		Examples: []string{
+			"apiary sim hedge --median-s 60 --p90-s 180 --hedge-at 0.9",
+			"apiary sim hedge --n 3 --k 1 --median-s 60 --p90-s 180",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			var lat, hedgeLat sim.Latency
 			fs.Float64Var(&lat.MedianS, "median-s", 0, "median of one attempt's duration in `seconds`")
 			fs.Float64Var(&lat.P90S, "p90-s", 0, "90th percentile of one attempt's duration in `seconds`")
@@ -67,73 +68,21 @@ with 95% confidence intervals. --method monte-carlo simulates in any case.`,
 					lat.StragglerFactor = 0
 				}
 				p := sim.TailParams{Latency: lat, FailRate: *failRate, Rho: *rho, Trials: *trials, Seed: *seed}
-				kOfN, hedge := set["n"] || set["k"], set["hedge-at"] || set["hedge-after-s"]
-				switch {
-				case kOfN && hedge:
-					return usagef("give --n and --k, or --hedge-at or --hedge-after-s, not both")
-				case kOfN:
-					if err := required(fs, "n", "k"); err != nil {
-						return err
-					}
-					p.Policy = sim.TailPolicy{Kind: sim.PolicyKOfN, N: *n, K: *k}
-				case hedge:
-					if set["hedge-at"] && set["hedge-after-s"] {
-						return usagef("give --hedge-at or --hedge-after-s, not both")
-					}
-					p.Policy = sim.TailPolicy{Kind: sim.PolicyHedge, AfterQuantile: *hedgeAt, AfterS: *hedgeAfter}
-					if set["hedge-at"] && *hedgeAt == 0 {
-						return usagef("--hedge-at must be in (0, 1), got 0")
-					}
-					if set["hedge-median-s"] != set["hedge-p90-s"] {
-						return usagef("give --hedge-median-s and --hedge-p90-s together")
-					}
-					if set["hedge-median-s"] {
-						h := hedgeLat
-						p.Policy.Hedge = &h
-					}
-				default:
-					return usagef("want a policy: --n and --k, or --hedge-at or --hedge-after-s")
+				spec := sim.TailSpec{N: *n, K: *k, HedgeAt: *hedgeAt, HedgeAfterS: *hedgeAfter, Hedge: hedgeLat, Method: *method, Percentiles: *pcts,
+					Set: sim.TailSpecSet{N: set["n"], K: set["k"], HedgeAt: set["hedge-at"], HedgeAfterS: set["hedge-after-s"],
+						HedgeMedianS: set["hedge-median-s"], HedgeP90S: set["hedge-p90-s"]}}
+				if err := spec.Apply(&p); err != nil {
+					return simErr(err)
 				}
-				if !hedge && (set["hedge-median-s"] || set["hedge-p90-s"]) {
-					return usagef("--hedge-median-s and --hedge-p90-s need a hedge")
-				}
-				switch *method {
-				case "auto":
-				case "exact":
-					p.Method = sim.MethodExact
-				case "monte-carlo":
-					p.Method = sim.MethodMonteCarlo
-				default:
-					return usagef("--method must be auto, exact or monte-carlo, got %q", *method)
-				}
-				qs, err := parsePercentiles(*pcts)
-				if err != nil {
-					return err
-				}
-				p.Quantiles = qs
 				r, err := sim.Tail(p)
 				if err != nil {
 					return simErr(err)
 				}
 				if *asJSON {
-					return writeJSON(e.stdout, r)
+					return writeJSON(e.Stdout, r)
 				}
-				return r.WriteText(e.stdout)
+				return r.WriteText(e.Stdout)
 			}
 		},
 	}
-}
-
-// parsePercentiles reads "50,90,99.9" as quantiles 0.5, 0.9, 0.999.
-func parsePercentiles(s string) ([]float64, error) {
-	var qs []float64
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || !(v > 0 && v < 100) {
-			return nil, usagef("--percentiles must be a comma-separated list of numbers in (0, 100), got %q", s)
-		}
-		// Rounded, so that 99.9 is 0.999 and not 0.9990000000000001.
-		qs = append(qs, math.Round(v*1e10)/1e12)
-	}
-	return qs, nil
 }

@@ -2,21 +2,23 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"io"
 	"os"
+	"time"
 
+	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/runs"
 )
 
 func spawnCommand() *command {
 	return &command{
-		name:    "spawn",
-		args:    "ENVELOPE.json",
-		summary: "ask the running apiary for a child task (run by an agent)",
-		help: `Run inside an agent's worktree, asks the apiary run that started the agent
+		Name:    "spawn",
+		Args:    "ENVELOPE.json",
+		Summary: "ask the running apiary for a child task (run by an agent)",
+		Help: `Run inside an agent's worktree, asks the apiary run that started the agent
 for a child task described by ENVELOPE.json (the task envelope schema; "-"
 reads standard input). The run is reached through $APIARY_CONTROL and the
 agent's capability $APIARY_CAPABILITY, both set by apiary.
@@ -29,9 +31,18 @@ error. When the parent already has its window of unfinished children, the
 call waits (flow control). --wait returns when the child is done, with its
 receipt.
 
+The envelope's task_id must be a UUIDv7 (the schema says so); apiary assigns
+the child its own id anyway, so a missing or empty task_id is filled in here
+with a fresh one. Agents find this command on their PATH: apiary puts its
+own directory first.
+
 The answer is JSON on stdout: {task, task_id, depth, budget[, receipt]},
 or {error, message, context} with exit status 1.`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		Examples: []string{
+			"apiary spawn child.json",
+			"apiary spawn --wait child.json",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			wait := fs.Bool("wait", false, "wait for the child and print its receipt")
 			return func(ctx context.Context, e *env, args []string) error {
 				if err := exactArgs(args, 1, "ENVELOPE.json"); err != nil {
@@ -44,26 +55,27 @@ or {error, message, context} with exit status 1.`,
 }
 
 func runSpawn(ctx context.Context, e *env, file string, wait bool) error {
-	control, token := e.getenv("APIARY_CONTROL"), e.getenv("APIARY_CAPABILITY")
+	control, token := e.Getenv("APIARY_CONTROL"), e.Getenv("APIARY_CAPABILITY")
 	if control == "" || token == "" {
 		return usagef("apiary spawn runs inside an apiary task: $APIARY_CONTROL and $APIARY_CAPABILITY are not set")
 	}
 	var b []byte
 	var err error
 	if file == "-" {
-		b, err = io.ReadAll(io.LimitReader(e.stdin, 1<<20))
+		b, err = io.ReadAll(io.LimitReader(e.Stdin, 1<<20))
 	} else {
 		b, err = os.ReadFile(file)
 	}
 	if err != nil {
 		return err
 	}
+	if b, err = envelope.WithTaskID(b, time.Now(), rand.Reader); err != nil {
+		return err
+	}
 	res, err := runs.DialControl(control).Spawn(ctx, runs.SpawnRequest{Capability: token, Envelope: b, Wait: wait})
-	enc := json.NewEncoder(e.stdout)
-	enc.SetIndent("", "  ")
 	var ce *runs.ControlError
 	if errors.As(err, &ce) {
-		if werr := enc.Encode(ce); werr != nil {
+		if werr := writeJSON(e.Stdout, ce); werr != nil {
 			return werr
 		}
 		return errSilent
@@ -71,5 +83,5 @@ func runSpawn(ctx context.Context, e *env, file string, wait bool) error {
 	if err != nil {
 		return err
 	}
-	return enc.Encode(res)
+	return writeJSON(e.Stdout, res)
 }

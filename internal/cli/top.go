@@ -3,33 +3,42 @@ package cli
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/apiary-dev/apiary/internal/dashboard"
 	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/runview"
+	"github.com/apiary-dev/apiary/internal/tui"
 )
 
 func topCommand() *command {
 	return &command{
-		name:    "top",
-		summary: "show runs, the gateway and the board in the terminal, refreshing",
-		help: `Shows what the dashboard shows, in the terminal: the runs of the repository
-(--repo), the tasks of the latest run (or --run RUN_ID) with their status,
-attempts, integration, tokens, dollars, wall time and gate, the critical path
-marked; the gateway's upstreams and agents (--gateway URL); the board's
-claims and resolution hints (--board DSN, default the repository's local
-board when it exists); and the escrow queue.
+		Name:    "top",
+		Summary: "show runs, the gateway and the board in the terminal, refreshing",
+		Help: `Shows what the dashboard shows, in the terminal: the tasks of the latest run
+of the repository (--repo; or --run RUN_ID, a local or a swarm run) with
+their status, attempts, dollars, wall time and why they failed, the critical
+path marked; the gateway's queue, limits, refusals, budgets and agents (the
+run's own, or --gateway URL); and what needs you — escrow requests, pending
+resolution hints (--board DSN, default the repository's local board when it
+exists) and escalated reviews. The money is the run gateway ledger's.
 
-On a terminal the screen is redrawn every --interval, in color, until
-interrupted; otherwise each refresh prints a plain snapshot, separated by a
-blank line. --count N stops after N snapshots; --json prints one snapshot
-as JSON.`,
-		setup: func(fs *flag.FlagSet) runFunc {
+On a terminal it is a full-screen program that fits the window (80x24 and
+up) and refreshes every --interval: q quits; tab, or 1 2 3, switches between
+the run, the gateway and the board; up and down (or k and j) select a task;
+enter shows its detail (why it failed, the log's tail, its usage), esc goes
+back; c cancels the selected task and everything it spawned after asking
+y/n; r refreshes at once. Otherwise each refresh prints a plain snapshot,
+separated by a blank line; --count N stops after N snapshots; --json prints
+one snapshot as JSON. Reading creates nothing: no board, no ledger.`,
+		Examples: []string{
+			"apiary top",
+			"apiary top --gateway http://127.0.0.1:7420",
+			"apiary top --json --count 1",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			o := &topOptions{}
 			o.sourceFlags(fs)
 			fs.StringVar(&o.run, "run", "", "the run `RUN_ID` to show (default: the latest)")
@@ -73,51 +82,17 @@ func (o *topOptions) top(ctx context.Context, e *env) error {
 		if err != nil {
 			return err
 		}
-		return writeJSONTo(e.stdout, v)
+		return writeJSON(e.Stdout, v)
 	}
-	tty := isTerminal(e.stdout)
-	if tty {
-		io.WriteString(e.stdout, "\x1b[?25l") // hide the cursor while redrawing
-		defer io.WriteString(e.stdout, "\x1b[?25h")
+	if isTerminal(e.Stdout) && isTerminalReader(e.Stdin) && o.count == 0 {
+		return tui.Run(ctx, runview.TUI{Sources: src}, tui.Options{Run: o.run, Interval: o.interval, NoColor: e.Getenv("NO_COLOR") != ""}, e.Stdin, e.Stdout)
 	}
-	t := time.NewTicker(o.interval)
-	defer t.Stop()
-	for n := 1; ; n++ {
-		v, err := dashboard.Collect(ctx, src, o.run, time.Now())
-		if err != nil {
-			return nil // interrupted
-		}
-		opts := dashboard.TextOptions{}
-		switch {
-		case tty:
-			opts.Color, opts.Width = true, termWidth(e.stdout)
-			io.WriteString(e.stdout, "\x1b[H\x1b[2J")
-		case n > 1:
-			fmt.Fprintln(e.stdout)
-		}
-		if err := dashboard.WriteText(e.stdout, v, opts); err != nil {
-			return err
-		}
-		if o.count > 0 && n >= o.count {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	return dashboard.WriteSnapshots(ctx, e.Stdout, src, o.run, o.interval, o.count)
 }
 
-// termWidth is the terminal's width in columns, 0 if unknown.
-func termWidth(w io.Writer) int {
-	f, ok := w.(*os.File)
-	if !ok {
-		return 0
-	}
-	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
-	if err != nil {
-		return 0
-	}
-	return int(ws.Col)
+// isTerminalReader reports whether r is a terminal (the UI reads keys
+// from it).
+func isTerminalReader(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && isTerminal(f)
 }

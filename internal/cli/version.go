@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"runtime"
@@ -47,7 +46,7 @@ func readBuildVersion() buildVersion {
 func (v buildVersion) String() string {
 	s := fmt.Sprintf("apiary %s", v.Version)
 	if v.Revision != "" {
-		s += " rev " + v.Revision
+		s += " commit " + v.Revision
 		if v.Modified {
 			s += " (modified)"
 		}
@@ -55,16 +54,20 @@ func (v buildVersion) String() string {
 			s += " " + v.Time
 		}
 	} else {
-		s += " (no VCS revision: built outside a git checkout or with -buildvcs=false)"
+		s += " (no commit: built outside a git checkout or with -buildvcs=false)"
 	}
 	return s + " " + v.Go
 }
 
 func versionCommand() *command {
 	return &command{
-		name:    "version",
-		summary: "print apiary's module version and VCS revision",
-		setup: func(fs *flag.FlagSet) runFunc {
+		Name:    "version",
+		Summary: "print apiary's version, commit and Go version",
+		Examples: []string{
+			"apiary version",
+			"apiary version --json",
+		},
+		Setup: func(fs *flag.FlagSet) runFunc {
 			asJSON := fs.Bool("json", false, "print the version as a JSON object")
 			return func(ctx context.Context, e *env, args []string) error {
 				if err := noArgs(args); err != nil {
@@ -72,11 +75,9 @@ func versionCommand() *command {
 				}
 				v := readBuildVersion()
 				if *asJSON {
-					enc := json.NewEncoder(e.stdout)
-					enc.SetIndent("", "  ")
-					return enc.Encode(v)
+					return writeJSON(e.Stdout, v)
 				}
-				_, err := fmt.Fprintln(e.stdout, v)
+				_, err := fmt.Fprintln(e.Stdout, v)
 				return err
 			}
 		},

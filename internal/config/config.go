@@ -23,7 +23,33 @@ import (
 type Config struct {
 	Gateway Gateway          `yaml:"gateway"`
 	Prices  map[string]Price `yaml:"prices"`
+	Swarm   Swarm            `yaml:"swarm"`
 }
+
+// Swarm is swarm mode's defaults for this repository or machine: what a
+// plan leaves out and the flags do not say.
+type Swarm struct {
+	Merge Merge `yaml:"merge"`
+}
+
+// Merge is the merge role's duplicate and hot-file policy. Empty fields
+// leave the plan's, else the built-in defaults.
+type Merge struct {
+	// OnExact and OnNear are warn, reject or reuse: what happens to a
+	// candidate that adds an exact or a near duplicate of a function.
+	OnExact string `yaml:"on_exact"`
+	OnNear  string `yaml:"on_near"`
+	// NearDup is the similarity ratio, in (0, 1], at which a function is a
+	// near duplicate.
+	NearDup float64 `yaml:"near_dup"`
+	// HotTouches is how many tasks writing one file make it hot; NoSplit
+	// turns the split task off.
+	HotTouches int  `yaml:"hot_touches"`
+	NoSplit    bool `yaml:"no_split"`
+}
+
+// DupPolicies are the values of on_exact and on_near.
+var DupPolicies = []string{"warn", "reject", "reuse"}
 
 // Price overrides or adds a model's list price, in USD per million tokens.
 // Zero cache prices mean "derive from input" (write 5m 1.25×, 1h 2×, read 0.1×).

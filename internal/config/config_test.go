@@ -24,12 +24,14 @@ gateway:
   inject_include_usage: false
 prices:
   my-model: {input: 1, output: 2}
+swarm:
+  merge: {on_exact: reject, on_near: reuse, near_dup: 0.9, hot_touches: 4, no_split: true}
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := cfg.Gateway
-	if g.Listen != "127.0.0.1:9000" || g.Ledger != DefaultLedger {
+	if g.Listen != "127.0.0.1:9000" || g.Ledger != "" {
 		t.Errorf("listen/ledger = %q/%q", g.Listen, g.Ledger)
 	}
 	if len(g.Upstreams) != 1 || g.Upstreams[0].Limits.RPM != 50 || g.Upstreams[0].MaxConcurrency != 5 {
@@ -46,6 +48,9 @@ prices:
 	}
 	if cfg.Prices["my-model"].Output != 2 {
 		t.Errorf("prices = %+v", cfg.Prices)
+	}
+	if m := cfg.Swarm.Merge; m != (Merge{OnExact: "reject", OnNear: "reuse", NearDup: 0.9, HotTouches: 4, NoSplit: true}) {
+		t.Errorf("swarm.merge = %+v", m)
 	}
 }
 
@@ -80,6 +85,9 @@ func TestParseErrors(t *testing.T) {
 		{"two documents", "gateway: {}\n---\nprices: {}\n", "apiary.yaml:2: a second YAML document"},
 		{"yes is not a boolean", "gateway:\n  retry: {disabled: yes}\n", "apiary.yaml:2:21: gateway.retry.disabled: must be true or false"},
 		{"not a mapping", "gateway: 3\n", "apiary.yaml:1:10: gateway: must be a mapping, not a number"},
+		{"bad merge policy", "swarm:\n  merge: {on_near: drop}\n", `apiary.yaml:2:11: swarm.merge.on_near: unknown policy "drop" (want one of [warn reject reuse])`},
+		{"bad near dup", "swarm:\n  merge:\n    near_dup: 1.5\n", "apiary.yaml:3:5: swarm.merge.near_dup: must be in (0, 1], got 1.5"},
+		{"negative hot touches", "swarm:\n  merge:\n    hot_touches: -2\n", "apiary.yaml:3:5: swarm.merge.hot_touches: must not be negative, got -2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

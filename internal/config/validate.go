@@ -13,11 +13,10 @@ import (
 // Providers the gateway knows; an upstream may name one or leave it empty.
 var providers = []string{"anthropic", "openai", "azure", "gemini", "ollama", "openai-compatible"}
 
-// Defaults used when the file leaves a field out.
-const (
-	DefaultGatewayListen = "127.0.0.1:7420"
-	DefaultLedger        = ".apiary/state.db"
-)
+// DefaultGatewayListen is used when the file leaves gateway.listen out.
+// gateway.ledger has no default here: left out, it stays empty, and the
+// gateway puts its ledger at its per-user state path.
+const DefaultGatewayListen = "127.0.0.1:7420"
 
 type validator struct {
 	doc  *strictyaml.Document
@@ -40,9 +39,6 @@ func (c *Config) validate(doc *strictyaml.Document) Errors {
 		g.Listen = DefaultGatewayListen
 	} else if _, _, err := net.SplitHostPort(g.Listen); err != nil {
 		v.errorf(strictyaml.Path{"gateway", "listen"}, "must be HOST:PORT: %v", err)
-	}
-	if g.Ledger == "" {
-		g.Ledger = DefaultLedger
 	}
 	names := map[string]bool{}
 	for i := range g.Upstreams {
@@ -118,5 +114,18 @@ func (c *Config) validate(doc *strictyaml.Document) Errors {
 	slices.SortStableFunc(v.errs, func(a, b *Error) int {
 		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column), cmp.Compare(a.Field, b.Field))
 	})
+	m := c.Swarm.Merge
+	mp := func(f string) strictyaml.Path { return strictyaml.Path{"swarm", "merge", f} }
+	for _, f := range [...]struct{ name, val string }{{"on_exact", m.OnExact}, {"on_near", m.OnNear}} {
+		if f.val != "" && !slices.Contains(DupPolicies, f.val) {
+			v.errorf(mp(f.name), "unknown policy %q (want one of %v)", f.val, DupPolicies)
+		}
+	}
+	if m.NearDup < 0 || m.NearDup > 1 {
+		v.errorf(mp("near_dup"), "must be in (0, 1], got %v", m.NearDup)
+	}
+	if m.HotTouches < 0 {
+		v.errorf(mp("hot_touches"), "must not be negative, got %d", m.HotTouches)
+	}
 	return v.errs
 }

@@ -111,6 +111,26 @@ func (s *Server) escrow(ctx context.Context) ([]EscrowRequest, error) {
 	return es, err
 }
 
+func (s *Server) reviews(ctx context.Context) ([]Escalated, error) {
+	if s.src.Reviews == nil {
+		return nil, fmt.Errorf("%w: no review queue", ErrUnavailable)
+	}
+	rs, err := s.src.Reviews.Escalated(ctx)
+	if rs == nil && err == nil {
+		rs = []Escalated{}
+	}
+	return rs, err
+}
+
+func (s *Server) getReviews(w http.ResponseWriter, r *http.Request) {
+	rs, err := s.reviews(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rs)
+}
+
 func (s *Server) getRuns(w http.ResponseWriter, r *http.Request) {
 	rs, err := s.runs(r.Context())
 	if err != nil {
@@ -311,6 +331,6 @@ func errorJSON(err error) []byte {
 	case errors.Is(err, ErrNotFound):
 		code = "not_found"
 	}
-	b, _ := json.Marshal(map[string]string{"error": err.Error(), "code": code})
+	b, _ := json.Marshal(map[string]string{"error": readable(err), "code": code})
 	return b
 }

@@ -5,21 +5,26 @@
 //
 // The page is served by the binary from embedded assets (no CDN, no
 // external requests; a strict Content-Security-Policy), on localhost by
-// default. It shows the runs; a run's DAG with live status and the
-// critical path highlighted; a task's envelope, receipt, gate results,
-// diff stat, log tail, tokens, dollars, lease and fencing token; workers
-// and claims; the gateway (in flight, queue depth, the concurrency limit
-// over time, breaker state, 429/5xx and retries, tokens and dollars per
-// agent); conflicts and hints; escrow requests; and the simulator's and
-// evaluations' plots.
+// default. It shows the runs, local and swarm alike; a run's DAG (layered,
+// wide layers wrapped) with live status, live wall times and the critical
+// path; why each failed task failed, inline (Failure: the failing check's
+// last lines, the gate's file and line); a task's envelope, receipt, gate
+// results, diff stat, log tail, tokens, dollars (Usage.Known false is
+// "n/a", never $0), lease and fencing token; a "needs you" banner for
+// pending escrow requests, hints and escalated reviews; workers and
+// claims; the gateway (queue depth including the requests waiting on a
+// rate window, each limit and its period, refusals by kind, budgets left
+// per key, a wall-clock chart, tokens and dollars per agent); conflicts
+// and hints; and the simulator's and evaluations' plots, one file per
+// chart. Panels without data collapse; it fits a 420 px screen.
 //
 // The package imports none of the packages that hold that state. It
 // declares the small interfaces it reads and acts through (RunSource,
-// GatewaySource, BoardSource, EscrowSource, PlotSource; Canceller,
-// HintReviewer, EscrowDecider) and the command line passes the real
-// values; any of them may be nil, and the page then says that part is not
-// connected. GatewayClient reads a gateway over HTTP; PlotDirs finds plot
-// files on disk.
+// GatewaySource, BoardSource, EscrowSource, ReviewSource, PlotSource;
+// Canceller, HintReviewer, EscrowDecider) and the command line passes the
+// real values; any of them may be nil, and the page then leaves that part
+// out and says it is not connected. GatewayClient reads a gateway over
+// HTTP; PlotDirs finds plot files on disk.
 //
 // # HTTP interface
 //
@@ -31,6 +36,7 @@
 //	GET  /api/gateway/chart.svg?upstream=U  the concurrency chart (internal/plot)
 //	GET  /api/board                         BoardSnapshot
 //	GET  /api/escrow                        []EscrowRequest
+//	GET  /api/reviews                       []Escalated
 //	GET  /api/plots, /api/plots/{name}      plots found on disk
 //	GET  /api/stream?run=R&task=T           text/event-stream of the above
 //	GET  /metrics                           Prometheus, when configured
@@ -40,8 +46,10 @@
 //	POST /api/escrow/{id}/approve|deny      decide an escrowed operation
 //
 // The stream sends an event per topic (runs, run, task, gateway, board,
-// escrow) whose data is the same JSON as the GET endpoint, whenever it
-// changed: at once after Server.Notify, else within Config.Interval.
+// escrow, reviews) whose data is the same JSON as the GET endpoint,
+// whenever it changed: at once after Server.Notify, else within
+// Config.Interval. When the server stops it sends the last state and an
+// "end" event, and the page keeps showing it.
 // Actions are POSTs with a JSON body ({"note": "...", "reason": "..."})
 // and the header X-Apiary-Dashboard: 1; requests whose Host is not the
 // dashboard's own (DNS rebinding) or whose Origin is another site are

@@ -88,6 +88,29 @@ type gatewayStats struct {
 		RateLimits       []RateLimit    `json:"rate_limits"`
 		Agents           map[string]int `json:"agents_in_flight"`
 	} `json:"upstreams"`
+	Budgets []Budget `json:"budgets"`
+}
+
+// refusal names the kind of a request the gateway answered itself, from
+// its outcome and status ("" for a request that went upstream).
+func refusal(outcome string, status int) string {
+	switch outcome {
+	case "budget_exhausted":
+		return RefuseBudget
+	case "capability_denied":
+		return RefuseCapability
+	case "no_route":
+		return RefuseRoute
+	case "rejected":
+		switch status {
+		case http.StatusUnauthorized:
+			return RefuseKey
+		case http.StatusInternalServerError:
+			return RefuseConfig
+		}
+		return RefuseMalformed
+	}
+	return ""
 }
 
 // decodeGateway combines the stats JSON and the Prometheus text of a
@@ -102,7 +125,7 @@ func decodeGateway(stats, metrics []byte) (GatewaySnapshot, error) {
 	if err != nil {
 		return GatewaySnapshot{}, fmt.Errorf("dashboard: gateway metrics: %w", err)
 	}
-	snap := GatewaySnapshot{Upstreams: []Upstream{}, Agents: []AgentSpend{}}
+	snap := GatewaySnapshot{Upstreams: []Upstream{}, Agents: []AgentSpend{}, Budgets: []Budget{}}
 	ups := map[string]*Upstream{}
 	agents := map[string]*AgentSpend{}
 	agent := func(name string) *AgentSpend {
@@ -113,9 +136,11 @@ func decodeGateway(stats, metrics []byte) (GatewaySnapshot, error) {
 		}
 		return a
 	}
+	held := 0
 	for _, u := range st.Upstreams {
 		snap.Upstreams = append(snap.Upstreams, Upstream{Name: u.Name, URL: u.URL, InFlight: u.InFlight, Queued: u.Queued,
 			ConcurrencyLimit: u.ConcurrencyLimit, Breaker: u.Breaker, RateLimits: u.RateLimits})
+		held += u.InFlight + u.Queued
 		for name, n := range u.Agents {
 			agent(name).InFlight += n
 		}
@@ -123,6 +148,20 @@ func decodeGateway(stats, metrics []byte) (GatewaySnapshot, error) {
 	for i := range snap.Upstreams {
 		ups[snap.Upstreams[i].Name] = &snap.Upstreams[i]
 	}
+	for _, b := range st.Budgets {
+		if id, ok := strings.CutPrefix(b.Scope, "key "); ok {
+			b.Key = id
+		} else if name, ok := strings.CutPrefix(b.Scope, "agent "); ok {
+			b.Agent = name
+		}
+		snap.Budgets = append(snap.Budgets, b)
+	}
+	each(fams, "apiary_gateway_client_requests_in_flight", func(_ map[string]string, v float64) {
+		snap.ClientInFlight += int(v)
+	})
+	// What the gateway serves but neither holds a slot nor queues for one
+	// waits on a rate window or a retry's backoff.
+	snap.Waiting = max(snap.ClientInFlight-held, 0)
 	each(fams, "apiary_gateway_upstream_failures_total", func(l map[string]string, v float64) {
 		u := ups[l["upstream"]]
 		if u == nil {
@@ -142,9 +181,19 @@ func decodeGateway(stats, metrics []byte) (GatewaySnapshot, error) {
 		}
 	})
 	each(fams, "apiary_gateway_requests_total", func(l map[string]string, v float64) {
-		if u := ups[l["upstream"]]; u != nil {
-			u.Requests += v
+		u := ups[l["upstream"]]
+		if u == nil {
+			return
 		}
+		code, _ := strconv.Atoi(l["status"])
+		if kind := refusal(l["outcome"], code); kind != "" {
+			if u.Refusals == nil {
+				u.Refusals = map[string]float64{}
+			}
+			u.Refusals[kind] += v
+			return
+		}
+		u.Requests += v
 	})
 	each(fams, "apiary_gateway_tokens_total", func(l map[string]string, v float64) {
 		switch l["direction"] {

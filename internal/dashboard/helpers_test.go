@@ -124,14 +124,14 @@ func sampleRun() *Run {
 	commit := "0123456789abcdef"
 	return &Run{ID: "run-1", Status: StatusRunning, IntegrationBranch: "main", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		Tasks: []Task{
-			{ID: "a", Status: StatusSucceeded, Attempts: 1, Commit: &commit, Integrated: &ff, Usage: Usage{InputTokens: 1200, OutputTokens: 300, USD: 0.0125}, WallS: 2},
+			{ID: "a", Status: StatusSucceeded, Attempts: 1, Commit: &commit, Integrated: &ff, Usage: Usage{InputTokens: 1200, OutputTokens: 300, USD: 0.0125, Known: true}, WallS: 2},
 			{ID: "b", Status: StatusRunning, Attempts: 1},
 			{ID: "c", Status: StatusFailed, Attempts: 1, Gate: &Gate{Gate: "forbidden", Pattern: "deleted-test", File: "x_test.go", Detail: "a test was deleted"}},
 			{ID: "d", Status: StatusPending},
 		},
 		Edges:     []Edge{{From: "a", To: "b", Kind: EdgeData}, {From: "a", To: "c", Kind: EdgeControl}, {From: "b", To: "d", Kind: EdgeData}},
 		Predicted: Path{Tasks: []string{"a", "b", "d"}, Seconds: 90},
-		Totals:    Totals{Tasks: 4, Succeeded: 1, Failed: 1, Unfinished: 2, Usage: Usage{InputTokens: 1200, OutputTokens: 300, USD: 0.0125}},
+		Totals:    Totals{Tasks: 4, Succeeded: 1, Failed: 1, Unfinished: 2, Usage: Usage{InputTokens: 1200, OutputTokens: 300, USD: 0.0125, Known: true}},
 	}
 }
 

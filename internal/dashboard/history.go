@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/apiary-dev/apiary/internal/plot"
 )
@@ -27,7 +28,7 @@ func (s *Server) sample(ctx context.Context) {
 	s.gw.Error = ""
 	s.gw.Snapshot = &snap
 	for _, u := range snap.Upstreams {
-		h := append(s.gw.History[u.Name], GatewayPoint{Time: now, InFlight: u.InFlight, Queued: u.Queued, Limit: u.ConcurrencyLimit})
+		h := append(s.gw.History[u.Name], GatewayPoint{Time: now, InFlight: u.InFlight, Queued: u.Queued, Waiting: snap.Waiting, Limit: u.ConcurrencyLimit})
 		if len(h) > s.histLen {
 			h = slices.Clone(h[len(h)-s.histLen:])
 		}
@@ -51,23 +52,25 @@ func (s *Server) gatewayView() GatewayView {
 	return v
 }
 
-// gatewayChart draws an upstream's concurrency limit, requests in flight
-// and queue depth over the sampled history.
-func gatewayChart(upstream string, h []GatewayPoint) *plot.Chart {
-	last := h[len(h)-1].Time
+// gatewayChart draws an upstream's concurrency limit, requests in flight,
+// queued for a slot and waiting on a rate window over the sampled
+// history, against the wall clock of loc.
+func gatewayChart(upstream string, h []GatewayPoint, loc *time.Location) *plot.Chart {
 	xs := make([]float64, len(h))
-	limit, inflight, queued := make([]float64, len(h)), make([]float64, len(h)), make([]float64, len(h))
+	limit, inflight, queued, waiting := make([]float64, len(h)), make([]float64, len(h)), make([]float64, len(h)), make([]float64, len(h))
 	for i, p := range h {
-		xs[i] = p.Time.Sub(last).Seconds()
-		limit[i], inflight[i], queued[i] = float64(p.Limit), float64(p.InFlight), float64(p.Queued)
+		xs[i] = float64(p.Time.UnixNano()) / 1e9
+		limit[i], inflight[i], queued[i], waiting[i] = float64(p.Limit), float64(p.InFlight), float64(p.Queued), float64(p.Waiting)
 	}
+	zone, _ := h[len(h)-1].Time.In(loc).Zone()
 	return &plot.Chart{Kind: plot.Line, Title: "upstream " + upstream + ": admission over time",
-		X: plot.Axis{Label: "seconds before the last sample"}, Y: plot.Axis{Label: "requests"},
+		X: plot.Axis{Label: "time (" + zone + ")", Time: true, Location: loc}, Y: plot.Axis{Label: "requests"},
 		Width: 640, Height: 300,
 		Series: []plot.Series{
 			{Name: "concurrency limit", X: xs, Y: limit},
 			{Name: "in flight", X: xs, Y: inflight},
-			{Name: "queued", X: xs, Y: queued},
+			{Name: "queued for a slot", X: xs, Y: queued},
+			{Name: "waiting on a rate window", X: xs, Y: waiting},
 		}}
 }
 
@@ -82,7 +85,7 @@ func (s *Server) getGatewayChart(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("%w: no samples of upstream %q", ErrNotFound, up))
 		return
 	}
-	svg, err := gatewayChart(up, h).SVG()
+	svg, err := gatewayChart(up, h, s.loc).SVG()
 	if err != nil {
 		s.fail(w, r, err)
 		return

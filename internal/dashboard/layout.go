@@ -1,13 +1,16 @@
 package dashboard
 
 import (
+	"math"
 	"slices"
 	"sort"
 )
 
-// Graph is a run's DAG laid out left to right: a task's column is the
+// Graph is a run's DAG laid out left to right: a task's layer is the
 // length of the longest dependency chain leading to it, so every arrow
-// points right.
+// points right. A layer taller than the graph's row limit is wrapped into
+// several columns, so many independent tasks make a block, not one long
+// clipped column.
 type Graph struct {
 	Width  int         `json:"width"`
 	Height int         `json:"height"`
@@ -33,7 +36,8 @@ type GraphEdge struct {
 	From     string `json:"from"`
 	To       string `json:"to"`
 	Kind     string `json:"kind"`
-	Critical bool   `json:"critical"`
+	Critical bool   `json:"critical"` // on the predicted critical path
+	Achieved bool   `json:"achieved"` // on the achieved critical path
 }
 
 // Layout geometry, in CSS pixels.
@@ -61,7 +65,7 @@ func layoutGraph(r *Run) *Graph {
 	succs := make([][]int, n)
 	var edges []GraphEdge
 	seen := map[[2]int]bool{}
-	crit := pairs(r.Predicted.Tasks)
+	crit, ach := pairs(r.Predicted.Tasks), pairs(r.Achieved.Tasks)
 	for _, e := range r.Edges {
 		f, okf := index[e.From]
 		to, okt := index[e.To]
@@ -71,7 +75,7 @@ func layoutGraph(r *Run) *Graph {
 		seen[[2]int{f, to}] = true
 		preds[to] = append(preds[to], f)
 		succs[f] = append(succs[f], to)
-		edges = append(edges, GraphEdge{From: e.From, To: e.To, Kind: e.Kind, Critical: crit[[2]string{e.From, e.To}]})
+		edges = append(edges, GraphEdge{From: e.From, To: e.To, Kind: e.Kind, Critical: crit[[2]string{e.From, e.To}], Achieved: ach[[2]string{e.From, e.To}]})
 	}
 	// Longest-path levels in topological order (Kahn).
 	level := make([]int, n)
@@ -139,25 +143,41 @@ func layoutGraph(r *Run) *Graph {
 	if g.Edges == nil {
 		g.Edges = []GraphEdge{}
 	}
-	rows := 0
-	for ci, l := range levels {
-		rows = max(rows, len(cols[l]))
-		for k, v := range cols[l] {
+	// Wrap layers taller than maxRows into columns of maxRows.
+	maxRows := rowLimit(n, len(levels))
+	rows, ci := 0, 0
+	for _, l := range levels {
+		col := cols[l]
+		for k, v := range col {
 			t := r.Tasks[v]
 			if index[t.ID] != v {
 				continue // a duplicate id: drawn once
 			}
+			sub, row := k/maxRows, k%maxRows
+			rows = max(rows, row+1)
 			g.Nodes = append(g.Nodes, GraphNode{ID: t.ID, Status: t.Status, Level: level[v],
-				X: marginX + ci*(nodeW+gapX), Y: marginY + k*(nodeH+gapY), W: nodeW, H: nodeH,
+				X: marginX + (ci+sub)*(nodeW+gapX), Y: marginY + row*(nodeH+gapY), W: nodeW, H: nodeH,
 				Critical: onPred[t.ID], Achieved: onAch[t.ID]})
 		}
+		ci += (len(col) + maxRows - 1) / maxRows
 	}
 	slices.SortStableFunc(g.Nodes, func(a, b GraphNode) int { return index[a.ID] - index[b.ID] })
 	if n > 0 {
-		g.Width = 2*marginX + len(levels)*nodeW + (len(levels)-1)*gapX
+		g.Width = 2*marginX + ci*nodeW + (ci-1)*gapX
 		g.Height = 2*marginY + rows*nodeH + (rows-1)*gapY
 	}
 	return g
+}
+
+// rowLimit is how many tasks a column holds before its layer wraps: about
+// as many rows as the graph would have columns, never fewer than 4 nor
+// more than 8.
+func rowLimit(tasks, layers int) int {
+	if layers == 0 {
+		return 4
+	}
+	per := float64(tasks) / float64(layers)
+	return min(8, max(4, int(math.Ceil(math.Sqrt(per*float64(layers)*nodeW/nodeH/3)))))
 }
 
 func set(ids []string) map[string]bool {

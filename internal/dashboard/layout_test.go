@@ -133,3 +133,44 @@ func BenchmarkLayout(b *testing.B) {
 		layoutGraph(r)
 	}
 }
+
+// TestLayoutWraps: ten independent tasks make a block of columns, not one
+// column ten rows tall, with no two boxes overlapping; a dependent task
+// still lies right of every box of the layer before it.
+func TestLayoutWraps(t *testing.T) {
+	t.Parallel()
+	var ids []string
+	for i := range 10 {
+		ids = append(ids, fmt.Sprintf("t%d", i))
+	}
+	r := &Run{Tasks: tasks(append(ids, "join")...)}
+	for _, id := range ids {
+		r.Edges = append(r.Edges, Edge{From: id, To: "join", Kind: EdgeData})
+	}
+	g := layoutGraph(r)
+	rows := map[int]bool{}
+	var join GraphNode
+	for i, a := range g.Nodes {
+		if a.ID == "join" {
+			join = a
+			continue
+		}
+		rows[a.Y] = true
+		for _, b := range g.Nodes[i+1:] {
+			if a.X < b.X+b.W && b.X < a.X+a.W && a.Y < b.Y+b.H && b.Y < a.Y+a.H {
+				t.Errorf("%s %+v overlaps %s %+v", a.ID, a, b.ID, b)
+			}
+		}
+	}
+	if len(rows) > 5 || len(rows) < 3 {
+		t.Errorf("the ten independent tasks take %d rows, want a block of 3 to 5", len(rows))
+	}
+	for _, a := range g.Nodes {
+		if a.ID != "join" && a.X+a.W >= join.X {
+			t.Errorf("join at x=%d is not right of %s (x=%d)", join.X, a.ID, a.X)
+		}
+		if a.X+a.W > g.Width || a.Y+a.H > g.Height {
+			t.Errorf("%s lies outside the %dx%d graph", a.ID, g.Width, g.Height)
+		}
+	}
+}

@@ -26,7 +26,19 @@ type RunSummary struct {
 	Failed    int       `json:"failed"`
 	Running   int       `json:"running"`
 	USD       float64   `json:"usd"`
+	// USDKnown is false when nothing measured what the run spent (no
+	// gateway, and agents that report nothing): USD is then not a figure.
+	USDKnown bool `json:"usd_known"`
+	// Mode is "local" (a run of the runtime) or "swarm" (a run on the
+	// board, which workers claim).
+	Mode string `json:"mode"`
 }
+
+// Run modes.
+const (
+	ModeLocal = "local"
+	ModeSwarm = "swarm"
+)
 
 // Run is one run. Its fields have the names and JSON form of the runtime's
 // report (`apiary status --json`), plus the dependency edges, which
@@ -47,6 +59,12 @@ type Run struct {
 	WallS             float64   `json:"wall_s"`
 	CASRetries        int       `json:"cas_retries"`
 	Started           time.Time `json:"started"`
+	// Finished is when the run ended (zero while it runs).
+	Finished time.Time `json:"finished,omitzero"`
+	// Mode is ModeLocal or ModeSwarm.
+	Mode string `json:"mode"`
+	// Workers are a swarm run's live workers (nil for a local run).
+	Workers []Worker `json:"workers,omitempty"`
 	// Edges are the dependencies: From must finish before To starts
 	// (Kind data or control), or From spawned To (Kind spawn).
 	Edges []Edge `json:"edges"`
@@ -67,6 +85,41 @@ type Task struct {
 	Reason          string  `json:"reason,omitempty"`
 	Parent          string  `json:"parent,omitempty"`
 	Reconciliations int     `json:"reconciliations,omitempty"`
+	// Started is when the task's first attempt started and Finished when
+	// it ended (zero when not yet): the page counts a running task's wall
+	// time on from Started.
+	Started  time.Time `json:"started,omitzero"`
+	Finished time.Time `json:"finished,omitzero"`
+	// Worker is who holds or held the task (swarm mode).
+	Worker string `json:"worker,omitempty"`
+	// Waiting says what a running task waits for from a person, e.g.
+	// "escrow push-1: git push origin main" ("" when nothing).
+	Waiting string `json:"waiting,omitempty"`
+	// Failure is why the task failed, as a person reads it: the failing
+	// check's last lines, the gate's file and line.
+	Failure *Failure `json:"failure,omitempty"`
+}
+
+// Failure kinds.
+const (
+	FailCheck = "check" // a check command failed
+	FailGate  = "gate"  // a static gate rejected the change
+	FailAgent = "agent" // the agent failed or ran out of its budget
+)
+
+// Failure is why a task failed.
+type Failure struct {
+	Kind string `json:"kind"`
+	// Summary is one line: "check go test ./... exited 1", "forbidden
+	// pattern deleted-test in calc_test.go:12".
+	Summary string `json:"summary"`
+	// Command is the failing check's command.
+	Command string `json:"command,omitempty"`
+	// Lines are the last lines of the failing check's output (or of the
+	// agent's log), where the reason usually is.
+	Lines []string `json:"lines,omitempty"`
+	File  string   `json:"file,omitempty"`
+	Line  int      `json:"line,omitempty"`
 }
 
 // Gate is why a gate rejected a candidate.
@@ -78,11 +131,13 @@ type Gate struct {
 	Detail  string `json:"detail"`
 }
 
-// Usage is tokens and dollars.
+// Usage is tokens and dollars. Known is false when nothing measured them
+// (the page then says "n/a", not $0).
 type Usage struct {
 	InputTokens  int64   `json:"input_tokens"`
 	OutputTokens int64   `json:"output_tokens"`
 	USD          float64 `json:"usd"`
+	Known        bool    `json:"known"`
 }
 
 // Totals sum a run's tasks.
@@ -199,61 +254,6 @@ type LogTail struct {
 	Truncated bool   `json:"truncated"` // Text is only the end of the file
 }
 
-// Upstream is one model API behind the gateway.
-type Upstream struct {
-	Name             string      `json:"name"`
-	URL              string      `json:"url"`
-	InFlight         int         `json:"in_flight"`
-	Queued           int         `json:"queued"`
-	ConcurrencyLimit int         `json:"concurrency_limit"`
-	Breaker          string      `json:"breaker"` // closed | open | half-open | disabled
-	Requests         float64     `json:"requests"`
-	Status429        float64     `json:"status_429"` // failed upstream attempts answered 429
-	Status5xx        float64     `json:"status_5xx"` // ... answered 5xx (529 included)
-	Retries          float64     `json:"retries"`
-	RateLimits       []RateLimit `json:"rate_limits,omitempty"`
-}
-
-// RateLimit is one rate-limit dimension of an upstream.
-type RateLimit struct {
-	Dim       string  `json:"dim"`
-	Limit     int64   `json:"limit"`
-	Available float64 `json:"available"`
-}
-
-// AgentSpend is what one agent consumed through the gateway.
-type AgentSpend struct {
-	Agent        string  `json:"agent"`
-	InputTokens  int64   `json:"input_tokens"`
-	OutputTokens int64   `json:"output_tokens"`
-	USD          float64 `json:"usd"`
-	InFlight     int     `json:"in_flight"`
-}
-
-// GatewaySnapshot is the gateway's state at one time.
-type GatewaySnapshot struct {
-	Time      time.Time    `json:"time"`
-	Upstreams []Upstream   `json:"upstreams"`
-	Agents    []AgentSpend `json:"agents"`
-}
-
-// GatewayPoint is one sample of an upstream's admission state.
-type GatewayPoint struct {
-	Time     time.Time `json:"t"`
-	InFlight int       `json:"in_flight"`
-	Queued   int       `json:"queued"`
-	Limit    int       `json:"limit"`
-}
-
-// GatewayView is what the gateway panel shows: the latest snapshot and
-// each upstream's recent samples, oldest first.
-type GatewayView struct {
-	Connected bool                      `json:"connected"`
-	Error     string                    `json:"error,omitempty"` // the last read failed
-	Snapshot  *GatewaySnapshot          `json:"snapshot,omitempty"`
-	History   map[string][]GatewayPoint `json:"history,omitempty"`
-}
-
 // Claim is a worker's live claim on a task (swarm mode).
 type Claim struct {
 	Task  string  `json:"task"`
@@ -337,6 +337,17 @@ type EscrowRequest struct {
 	Created   time.Time `json:"created,omitzero"`
 	Reviewer  string    `json:"reviewer,omitempty"`
 	Note      string    `json:"note,omitempty"`
+}
+
+// Escalated is a review whose reviewers disagreed and handed the
+// decision to a person.
+type Escalated struct {
+	ID      string    `json:"id"`
+	Reason  string    `json:"reason"`
+	Head    string    `json:"head,omitempty"`
+	Started time.Time `json:"started,omitzero"`
+	// Command settles it.
+	Command string `json:"command"`
 }
 
 // Plot is a chart file found on disk.

@@ -15,7 +15,8 @@ import (
 
 // PlotDirs is a PlotSource over the SVG and PNG files in directories (and
 // their subdirectories, two levels down): the simulator's and the
-// evaluations' plots, wherever they were written. A plot's name is the
+// evaluations' plots, wherever they were written. A chart written both
+// ways (name.svg beside name.png) is listed once, as its SVG. A plot's name is the
 // directory's index and the file's path in it ("0/sim/makespan.svg"); files
 // are opened through os.Root, so a name can never reach outside its
 // directory. Missing directories are skipped.
@@ -72,7 +73,20 @@ func (d PlotDirs) Plots(ctx context.Context) ([]Plot, error) {
 			return nil, fmt.Errorf("dashboard: plots in %s: %w", dir, err)
 		}
 	}
-	return out, nil
+	svg := map[string]bool{}
+	for _, p := range out {
+		if p.Type == "svg" {
+			svg[strings.TrimSuffix(p.Name, path.Ext(p.Name))] = true
+		}
+	}
+	kept := out[:0]
+	for _, p := range out {
+		if p.Type == "png" && svg[strings.TrimSuffix(p.Name, path.Ext(p.Name))] {
+			continue // the same chart as its SVG
+		}
+		kept = append(kept, p)
+	}
+	return kept, nil
 }
 
 // Plot reads one plot file.

@@ -22,6 +22,7 @@ func TestPlotDirs(t *testing.T) {
 	t.Parallel()
 	a, b, outside := t.TempDir(), t.TempDir(), t.TempDir()
 	write(t, filepath.Join(a, "makespan.svg"), "<svg/>")
+	write(t, filepath.Join(a, "makespan.png"), "\x89PNG") // the same chart: listed once, as its SVG
 	write(t, filepath.Join(a, "sim", "messages.png"), "\x89PNG")
 	write(t, filepath.Join(a, "sim", "deep", "deeper", "x.svg"), "<svg/>") // too deep
 	write(t, filepath.Join(a, ".hidden", "x.svg"), "<svg/>")

@@ -50,6 +50,9 @@ type Config struct {
 	Hosts []string
 	// Now is the clock of samples; nil is time.Now.
 	Now func() time.Time
+	// Location is the time zone of the charts' clock axes; nil is
+	// time.Local.
+	Location *time.Location
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
@@ -64,6 +67,7 @@ type Server struct {
 	histLen   int
 	hosts     []string
 	now       func() time.Time
+	loc       *time.Location
 	log       *slog.Logger
 	handler   http.Handler
 
@@ -78,7 +82,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("%w: negative Interval, SampleEvery or HistoryLen", ErrInvalid)
 	}
 	s := &Server{src: cfg.Sources, reviewer: cfg.Reviewer, interval: cfg.Interval, sampleDur: cfg.SampleEvery,
-		histLen: cfg.HistoryLen, hosts: cfg.Hosts, now: cfg.Now, log: cfg.Logger, changed: make(chan struct{})}
+		histLen: cfg.HistoryLen, hosts: cfg.Hosts, now: cfg.Now, loc: cfg.Location, log: cfg.Logger, changed: make(chan struct{})}
 	if s.reviewer == "" {
 		s.reviewer = "dashboard"
 	}
@@ -93,6 +97,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.loc == nil {
+		s.loc = time.Local
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -187,6 +194,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /api/gateway/chart.svg", s.getGatewayChart)
 	mux.HandleFunc("GET /api/board", s.getBoard)
 	mux.HandleFunc("GET /api/escrow", s.getEscrow)
+	mux.HandleFunc("GET /api/reviews", s.getReviews)
 	mux.HandleFunc("GET /api/plots", s.getPlots)
 	mux.HandleFunc("GET /api/plots/{name...}", s.getPlot)
 	mux.HandleFunc("GET /api/stream", s.serveStream)
@@ -291,5 +299,40 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if st == http.StatusInternalServerError {
 		s.log.Warn("dashboard request failed", "path", r.URL.Path, "err", err)
 	}
-	writeError(w, st, err.Error())
+	writeError(w, st, readable(err))
+}
+
+// readable is an error as the page shows it: the page is the dashboard,
+// so the sentinels' package prefix says nothing there.
+func readable(err error) string {
+	return strings.NewReplacer("dashboard: not found: ", "", "dashboard: conflict: ", "", "dashboard: invalid: ", "",
+		"dashboard: not connected: ", "not connected: ", "dashboard: ", "").Replace(err.Error())
+}
+
+// AllowedHosts are the Host names a dashboard listening on addr must
+// accept (Config.Hosts): nil, the loopback names only, for a loopback
+// address; every name otherwise — then whoever reaches the address can
+// press its buttons, which the caller should say.
+func AllowedHosts(addr string) []string {
+	host, _, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return []string{"*"}
+}
+
+// Start serves on l in the background (see Serve) until ctx ends or stop
+// is called; stop waits for it. An error that ends serving goes to onErr.
+func (s *Server) Start(ctx context.Context, l net.Listener, onErr func(error)) (stop func()) {
+	sctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := s.Serve(sctx, l); err != nil {
+			onErr(err)
+		}
+	})
+	return func() {
+		cancel()
+		wg.Wait()
+	}
 }

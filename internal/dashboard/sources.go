@@ -53,6 +53,12 @@ type EscrowDecider interface {
 	DenyEscrow(ctx context.Context, id, reviewer, note string) error
 }
 
+// ReviewSource lists the reviews escalated to a person and not yet
+// resolved (`apiary review resolve`).
+type ReviewSource interface {
+	Escalated(ctx context.Context) ([]Escalated, error)
+}
+
 // PlotSource lists and opens chart files.
 type PlotSource interface {
 	Plots(ctx context.Context) ([]Plot, error)
@@ -72,6 +78,7 @@ type Sources struct {
 	Escrow  EscrowSource
 	Decide  EscrowDecider
 	Plots   PlotSource
+	Reviews ReviewSource
 	// Metrics, if set, is served at /metrics (a Prometheus handler).
 	Metrics http.Handler
 }

@@ -19,6 +19,11 @@ const (
 	TopicGateway = "gateway"
 	TopicBoard   = "board"
 	TopicEscrow  = "escrow"
+	TopicReviews = "reviews"
+	// TopicEnd is sent once when the dashboard stops (the run that served
+	// it ended, say) after the last state: the page then keeps showing it
+	// instead of reconnecting.
+	TopicEnd = "end"
 )
 
 // heartbeat is how long a quiet stream waits before a comment line, so
@@ -57,7 +62,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	last := map[string][]byte{}
 	// push sends the topics that changed; false when the client is gone.
 	push := func(ctx context.Context) (wrote, ok bool) {
-		for _, topic := range []string{TopicRuns, TopicRun, TopicTask, TopicGateway, TopicBoard, TopicEscrow} {
+		for _, topic := range []string{TopicRuns, TopicRun, TopicTask, TopicGateway, TopicBoard, TopicEscrow, TopicReviews} {
 			b, carried := s.topic(ctx, topic, run, task)
 			if !carried || bytes.Equal(b, last[topic]) || ctx.Err() != nil {
 				continue
@@ -97,7 +102,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 			// send the last state, so the page shows how things ended.
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalPush)
 			defer cancel()
-			if wrote, ok := push(fctx); ok && wrote {
+			if _, ok := push(fctx); ok && sw.Event(TopicEnd, []byte(`{"reason":"stopped"}`)) == nil {
 				_ = rc.Flush()
 			}
 			return
@@ -135,6 +140,8 @@ func (s *Server) topic(ctx context.Context, topic, run, task string) ([]byte, bo
 		v, err = s.board(ctx)
 	case TopicEscrow:
 		v, err = s.escrow(ctx)
+	case TopicReviews:
+		v, err = s.reviews(ctx)
 	default:
 		return nil, false
 	}

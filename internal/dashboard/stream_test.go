@@ -25,7 +25,7 @@ func TestStreamNotify(t *testing.T) {
 	s, hs := newTestServer(t, m)
 	st := openStream(t, hs.URL+"/api/stream?run=run-1&task=b")
 	seen := map[string]string{}
-	for len(seen) < 6 {
+	for len(seen) < 7 {
 		ev := st.next(t)
 		if _, dup := seen[ev.name]; dup {
 			t.Fatalf("topic %s sent twice before anything changed", ev.name)
@@ -180,5 +180,39 @@ func TestServeStops(t *testing.T) {
 	if c, err := net.Dial("tcp", l.Addr().String()); err == nil {
 		c.Close()
 		t.Error("the listener still accepts after Serve returned")
+	}
+}
+
+// TestStreamEnd: when the server stops (its run ended), an open stream
+// gets the last state, then the end event, then closes: the page keeps
+// what it shows instead of reconnecting.
+func TestStreamEnd(t *testing.T) {
+	t.Parallel()
+	m := newMem()
+	m.runs = []RunSummary{{ID: "run-1", Status: StatusRunning}}
+	s, err := New(Config{Sources: m.sources()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, l) }()
+	st := openStream(t, "http://"+l.Addr().String()+"/api/stream")
+	st.until(t, TopicRuns, "run-1")
+	m.mu.Lock()
+	m.runs[0].Status = StatusSucceeded
+	m.mu.Unlock()
+	stop()
+	st.until(t, TopicRuns, `"status":"succeeded"`)
+	st.until(t, TopicEnd, "stopped")
+	if line, err := st.r.ReadString('\n'); err == nil && strings.TrimSpace(line) != "" {
+		t.Errorf("the stream goes on after the end event: %q", line)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,11 +2,13 @@ package dashboard
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -125,6 +127,14 @@ func (t *textOut) table(header []string, rows [][]cell) {
 
 func money(usd float64) string { return "$" + strconv.FormatFloat(usd, 'f', 4, 64) }
 
+// cost is what a usage cost, "n/a" when nothing measured it.
+func cost(u Usage) string {
+	if !u.Known {
+		return "n/a"
+	}
+	return money(u.USD)
+}
+
 func (t *textOut) runs(v *View) {
 	t.line("")
 	switch {
@@ -141,7 +151,7 @@ func (t *textOut) runs(v *View) {
 	var rows [][]cell
 	for _, r := range v.Runs[:min(len(v.Runs), t.o.MaxRuns)] {
 		rows = append(rows, []cell{c(r.ID), t.status(r.Status), c(fmt.Sprintf("%d/%d", r.Succeeded, r.Tasks)),
-			c(strconv.Itoa(r.Running)), c(money(r.USD))})
+			c(strconv.Itoa(r.Running)), c(cost(Usage{USD: r.USD, Known: r.USDKnown}))})
 	}
 	t.table([]string{"RUN", "STATUS", "SUCCEEDED", "RUNNING", "USD"}, rows)
 }
@@ -166,7 +176,7 @@ func (t *textOut) run(v *View) {
 			head += fmt.Sprintf(", %d %s", x.n, x.what)
 		}
 	}
-	t.line(head + fmt.Sprintf(" · tokens %d in / %d out · %s · %.1fs", tt.Usage.InputTokens, tt.Usage.OutputTokens, money(tt.Usage.USD), r.WallS))
+	t.line(head + fmt.Sprintf(" · tokens %d in / %d out · %s · %.1fs", tt.Usage.InputTokens, tt.Usage.OutputTokens, cost(tt.Usage), r.WallS))
 	crit := set(r.Predicted.Tasks)
 	var rows [][]cell
 	for _, x := range r.Tasks {
@@ -179,11 +189,19 @@ func (t *textOut) run(v *View) {
 			integ = *x.Integrated
 		}
 		why := x.Reason
-		if x.Gate != nil {
+		switch {
+		case x.Failure != nil:
+			why = x.Failure.Summary
+			if n := len(x.Failure.Lines); n > 0 {
+				why += ": " + strings.TrimSpace(lastMeaningful(x.Failure.Lines))
+			}
+		case x.Waiting != "":
+			why = "waits for you: " + x.Waiting
+		case x.Gate != nil:
 			why = x.Gate.Gate + ": " + x.Gate.Detail
 		}
 		rows = append(rows, []cell{c(mark + " " + x.ID), t.status(x.Status), c(strconv.Itoa(x.Attempts)), c(integ),
-			c(fmt.Sprintf("%d/%d", x.Usage.InputTokens, x.Usage.OutputTokens)), c(money(x.Usage.USD)),
+			c(fmt.Sprintf("%d/%d", x.Usage.InputTokens, x.Usage.OutputTokens)), c(cost(x.Usage)),
 			c(fmt.Sprintf("%.1fs", x.WallS)), c(firstLine(why))})
 	}
 	t.table([]string{"  TASK", "STATUS", "ATT", "INTEGRATED", "TOKENS IN/OUT", "USD", "WALL", "GATE / REASON"}, rows)
@@ -294,10 +312,50 @@ func boolInt(b bool) int {
 	return 0
 }
 
+// lastMeaningful is the last line of a failure's output that says
+// something (not a bare FAIL).
+func lastMeaningful(lines []string) string {
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" && l != "FAIL" && !strings.HasPrefix(l, "FAIL\t") && !strings.HasPrefix(l, "--- FAIL") {
+			return l
+		}
+	}
+	return ""
+}
+
 func firstLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
 	return s
+}
+
+// WriteSnapshots prints a plain snapshot of src (see WriteText) every
+// interval, separated by a blank line, until ctx ends or count snapshots
+// (0: no limit) are printed. A snapshot that cannot be collected ends it
+// without an error: that is how an interrupt shows.
+func WriteSnapshots(ctx context.Context, w io.Writer, src Sources, run string, interval time.Duration, count int) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for n := 1; ; n++ {
+		v, err := Collect(ctx, src, run, time.Now())
+		if err != nil {
+			return nil // interrupted
+		}
+		if n > 1 {
+			fmt.Fprintln(w)
+		}
+		if err := WriteText(w, v, TextOptions{}); err != nil {
+			return err
+		}
+		if count > 0 && n >= count {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
 }

@@ -38,7 +38,7 @@ func golden(t *testing.T, name string, got []byte) {
 func sampleView(t *testing.T) *View {
 	t.Helper()
 	m := newMem()
-	m.runs = []RunSummary{{ID: "run-0", Status: StatusSucceeded, Tasks: 2, Succeeded: 2, USD: 0.5}, {ID: "run-1", Status: StatusRunning, Tasks: 4, Succeeded: 1, Running: 1, USD: 0.0125}}
+	m.runs = []RunSummary{{ID: "run-0", Status: StatusSucceeded, Tasks: 2, Succeeded: 2, USD: 0.5, USDKnown: true}, {ID: "run-1", Status: StatusRunning, Tasks: 4, Succeeded: 1, Running: 1, USD: 0.0125}}
 	m.run["run-1"] = sampleRun()
 	m.board = BoardSnapshot{Claims: []Claim{{Task: "b", Agent: "w1", Score: 0.8, Token: 42}},
 		Hints:     []Hint{{Type: "api", State: HintApproved, Resolution: "keep the old signature"}, {Type: "readme-overlap", State: HintPending, Resolution: "merge the sections\nin order"}},

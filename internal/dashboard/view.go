@@ -21,6 +21,7 @@ type View struct {
 	BoardError string           `json:"board_error,omitempty"`
 	Escrow     []EscrowRequest  `json:"escrow,omitempty"`
 	EscrowErr  string           `json:"escrow_error,omitempty"`
+	Reviews    []Escalated      `json:"reviews,omitempty"`
 }
 
 // Collect gathers a View from src at now: the runs (newest first), run id
@@ -61,6 +62,9 @@ func Collect(ctx context.Context, src Sources, run string, now time.Time) (*View
 	}
 	if v.Escrow, err = s.escrow(ctx); err != nil {
 		v.Escrow, v.EscrowErr = nil, msg(err)
+	}
+	if v.Reviews, err = s.reviews(ctx); err != nil {
+		v.Reviews = nil
 	}
 	return v, ctx.Err()
 }

@@ -59,3 +59,17 @@ func (w *Workspace) allow(tool, p string) error {
 	}
 	return policyErr(ReasonPermission, "not_authorized", map[string]any{"path": p, "detail": err.Error()})
 }
+
+// AllOf is an Authority that allows what every one of as allows.
+func AllOf(as ...Authority) Authority { return allOf(as) }
+
+type allOf []Authority
+
+func (as allOf) Allow(tool, path string) error {
+	for _, a := range as {
+		if err := a.Allow(tool, path); err != nil {
+			return err
+		}
+	}
+	return nil
+}

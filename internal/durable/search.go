@@ -142,3 +142,6 @@ func cutRunes(s string, n int) string {
 	}
 	return s
 }
+
+// charCol is the 1-based character column of byte offset off of line.
+func charCol(line string, off int) int { return utf8.RuneCountInString(line[:off]) + 1 }

@@ -59,16 +59,20 @@ const (
 	PatternDisabledAssertions = "disabled-assertions"
 	PatternSkipMarkers        = "skip-markers"
 	PatternEmptiedTests       = "emptied-tests"
+	// PatternTestBypass: a test function the change touches gained an
+	// early return, a skip path or assertions that cannot run (the rule
+	// list is in package gate, bypass.go).
+	PatternTestBypass = "test-bypass"
 )
 
 // BuiltinPatterns returns every built-in forbidden pattern, the default of a
 // task that names none.
 func BuiltinPatterns() []string {
-	return []string{PatternDeletedTests, PatternDisabledAssertions, PatternSkipMarkers, PatternEmptiedTests}
+	return []string{PatternDeletedTests, PatternDisabledAssertions, PatternSkipMarkers, PatternEmptiedTests, PatternTestBypass}
 }
 
-// Envelope is what a task is given. Field names follow DESIGN.md's contract;
-// the JSON Schema is schema/envelope.json.
+// Envelope is what a task is given. Field names follow the contract in
+// docs/ARCHITECTURE.md (Contracts); the JSON Schema is schema/envelope.json.
 type Envelope struct {
 	TaskID     string     `json:"task_id"`             // UUIDv7
 	ParentID   string     `json:"parent_id,omitempty"` // UUIDv7 of the spawning task

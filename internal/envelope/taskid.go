@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -83,4 +84,23 @@ func unhex(c byte) (byte, bool) {
 		return c - 'a' + 10, true
 	}
 	return 0, false
+}
+
+// WithTaskID gives the envelope document b a fresh task id (NewTaskID) when
+// it has none, or an empty or null one; an envelope with a task id is
+// returned as it is, for its reader to judge. b must be a JSON object.
+func WithTaskID(b []byte, now time.Time, rnd io.Reader) ([]byte, error) {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("the envelope is not a JSON object: %w", err)
+	}
+	if id, ok := doc["task_id"]; ok && string(id) != `""` && string(id) != "null" {
+		return b, nil
+	}
+	id, err := NewTaskID(now, rnd)
+	if err != nil {
+		return nil, err
+	}
+	doc["task_id"], _ = json.Marshal(id)
+	return json.Marshal(doc)
 }

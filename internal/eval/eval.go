@@ -2,18 +2,16 @@ package eval
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
+	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/plan"
+	"github.com/apiary-dev/apiary/internal/rundir"
 	"github.com/apiary-dev/apiary/internal/runs"
 )
 
@@ -25,21 +23,21 @@ const (
 	// whole budget.
 	Single Arm = "single"
 	// Swarm: one agent per task, dependencies as the task set declares
-	// them, the same total budget split by estimate.
+	// them, all drawing on the same budget.
 	Swarm Arm = "swarm"
 )
 
 // Runtime is what an evaluation needs of git and of apiary's runtime. The
-// CLI implements it with internal/git, internal/swarm and internal/gate;
-// it must be safe to call from one goroutine at a time.
+// CLI implements it with internal/git, internal/runs and internal/gate
+// (Local); it must be safe to call from one goroutine at a time.
 type Runtime interface {
 	// InitRepo makes dir, which holds the base files, a git repository on
 	// branch main with those files committed.
 	InitRepo(ctx context.Context, dir string) error
-	// Run runs plan (YAML or JSON) in the repository at dir with the arm's
-	// agents and returns the run's report; a run whose tasks fail is not an
-	// error.
-	Run(ctx context.Context, arm Arm, dir string, plan []byte) (*runs.Report, error)
+	// Run runs plan (YAML or JSON) in the repository at dir, its agents
+	// reaching the models through models (nil: their own configuration),
+	// and returns the run's report; a run whose tasks fail is not an error.
+	Run(ctx context.Context, dir string, plan []byte, models attempt.ModelAccess) (*runs.Report, error)
 	// Export writes the tree of revision rev of the repository at dir into
 	// the new directory dst.
 	Export(ctx context.Context, dir, rev, dst string) error
@@ -64,19 +62,76 @@ type CheckResult struct {
 	Seconds  float64 `json:"seconds"`
 }
 
+// Budget is the one hard budget of an arm: everything its attempts send to
+// the models (workers, reconcilers, retries) draws on it, and the gateway
+// refuses, before sending, a request that could take the arm past it. A
+// zero limit is none.
+type Budget struct {
+	USD    float64 `json:"usd"`
+	Tokens int64   `json:"tokens"`
+}
+
+// Gateway is the metering gateway both arms' model requests go through.
+// Open starts metering arm under b and returns its Meter; the CLI
+// implements it with internal/gateway (one gateway per arm, its ledger
+// kept with the arm's repository).
+type Gateway interface {
+	Open(ctx context.Context, arm Arm, b Budget) (Meter, error)
+}
+
+// Meter is one arm's side of the gateway.
+type Meter interface {
+	// Access is the model access of the arm's attempts: a key per attempt,
+	// all of them bound by the arm's budget.
+	Access() attempt.ModelAccess
+	// Spend is what the gateway metered for the arm. It is called once,
+	// when the arm's run has ended: the gateway takes no request after
+	// it, and counts every one it took.
+	Spend(ctx context.Context) (Spend, error)
+	// Close stops the arm's gateway; Spend is not called after it. It
+	// may be called more than once.
+	Close() error
+}
+
+// Spend is an arm's model traffic as the gateway's ledger holds it.
+type Spend struct {
+	// Requests reached the model; Refused were refused before sending
+	// because they could have exceeded the budget.
+	Requests     int     `json:"requests"`
+	Refused      int     `json:"refused"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	USD          float64 `json:"usd"`
+	// Models are the models the requests named; Unpriced those of them the
+	// gateway has no price for (their cost is a stand-in, not known).
+	Models   []string `json:"models"`
+	Unpriced []string `json:"unpriced_models,omitempty"`
+}
+
 // Options configure an evaluation.
 type Options struct {
-	// BudgetUSD is the total budget of each arm: the single agent gets all
-	// of it, the swarm's tasks shares proportional to their estimates.
-	BudgetUSD float64
+	// Budget is each arm's one hard budget; USD is required.
+	Budget Budget
 	// Agent is the profile of every agent of both arms (workers, the
 	// single agent and reconcilers); Agent.Env gets APIARY_EVAL_ARM.
 	Agent plan.Agent
+	// AgentName says which agents these are in the report (e.g.
+	// "scripted-claude"); "" is the profile's kind.
+	AgentName string
 	// MaxParallel bounds the swarm's agents at once; 0 is the task set's
 	// swarm.max_parallel, else one per task.
 	MaxParallel int
 	// Runtime runs and judges; required.
 	Runtime Runtime
+	// Gateway meters and bounds both arms' model requests; nil runs them
+	// unmetered, and then cost and tokens are not known ("n/a").
+	Gateway Gateway
+	// Scripted says the agents are the task set's scripted agents; the
+	// report then states their turn time, which decides their time axis.
+	Scripted bool
+	// Seed, if set, is the seed of the model the agents talk to (a
+	// scripted one); it is reported with the other inputs.
+	Seed *uint64
 	// WorkDir is where the repositories and check scratch trees are made;
 	// it must exist. Required.
 	WorkDir string
@@ -92,12 +147,16 @@ func Run(ctx context.Context, ts *TaskSet, o Options) (*Result, error) {
 	switch {
 	case o.Runtime == nil || o.WorkDir == "":
 		return nil, fmt.Errorf("%w: Runtime and WorkDir are required", ErrOptions)
-	case !(o.BudgetUSD > 0 && o.BudgetUSD <= 1e6):
-		return nil, fmt.Errorf("%w: budget must be in (0, 1e6] USD, got %g", ErrOptions, o.BudgetUSD)
+	case !(o.Budget.USD > 0 && o.Budget.USD <= 1e6) || o.Budget.Tokens < 0:
+		return nil, fmt.Errorf("%w: the budget must be in (0, 1e6] USD and a non-negative number of tokens, got $%g and %d tokens", ErrOptions, o.Budget.USD, o.Budget.Tokens)
 	case o.MaxParallel < 0 || o.Agent.Kind == "":
 		return nil, fmt.Errorf("%w: an agent profile and a non-negative max parallel are required", ErrOptions)
 	}
-	res := &Result{TaskSet: ts.Name, Tasks: len(ts.Tasks), BudgetUSD: o.BudgetUSD}
+	in, err := inputsOf(ts, o)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{TaskSet: ts.Name, Tasks: len(ts.Tasks), Inputs: *in}
 	for _, arm := range []Arm{Single, Swarm} {
 		ar, err := runArm(ctx, ts, o, arm)
 		if err != nil {
@@ -119,8 +178,8 @@ func (o *Options) progress(format string, args ...any) {
 	}
 }
 
-// runArm builds a fresh repository, runs the arm's plan and judges every
-// task of the set on the final tree.
+// runArm builds a fresh repository, runs the arm's plan behind its meter,
+// and grades the arm's work.
 func runArm(ctx context.Context, ts *TaskSet, o Options, arm Arm) (*ArmResult, error) {
 	base := filepath.Join(o.WorkDir, string(arm))
 	repo := filepath.Join(base, "repo")
@@ -134,180 +193,43 @@ func runArm(ctx context.Context, ts *TaskSet, o Options, arm Arm) (*ArmResult, e
 	if err != nil {
 		return nil, err
 	}
+	var meter Meter
+	var access attempt.ModelAccess
+	if o.Gateway != nil {
+		if meter, err = o.Gateway.Open(ctx, arm, o.Budget); err != nil {
+			return nil, err
+		}
+		defer meter.Close()
+		access = meter.Access()
+	}
 	o.progress("eval: %s: running %d task(s) in %s", arm, len(ts.Tasks), repo)
-	rep, err := o.Runtime.Run(ctx, arm, repo, planData)
+	// The time axis runs on the clock the run's events are stamped with.
+	start := time.Now()
+	rep, err := o.Runtime.Run(ctx, repo, planData, access)
 	if err != nil {
 		return nil, err
 	}
 	ar := &ArmResult{Arm: arm, RunID: rep.RunID, Status: rep.Status, Attempted: len(ts.Tasks),
-		CriticalPathS: rep.Achieved.Seconds, WallS: rep.WallS, Repo: repo}
-	if ar.CriticalPathS == 0 {
-		ar.CriticalPathS = rep.WallS
-	}
-	// What every attempt of every role consumed: workers, reconcilers.
-	for _, s := range rep.Shares {
-		ar.USD += s.USD
-		ar.InputTokens += s.InputTokens
-		ar.OutputTokens += s.OutputTokens
-	}
-	ar.Tokens = ar.InputTokens + ar.OutputTokens
-	final := filepath.Join(base, "final")
-	if err := o.Runtime.Export(ctx, repo, "refs/heads/"+rep.IntegrationBranch, final); err != nil {
-		return nil, err
-	}
-	for _, t := range ts.Tasks {
-		id := t.ID
-		if arm == Single {
-			id = SingleTaskID
-		}
-		out := TaskOutcome{ID: t.ID, GateStatus: "missing"}
-		if tr := rep.Task(id); tr != nil {
-			out.GateStatus = tr.Status
-			if tr.Gate != nil {
-				out.GateReason = strings.TrimSpace(tr.Gate.Gate + " " + tr.Gate.Pattern + " " + tr.Gate.Detail)
-			}
-		}
-		if err := judgeHidden(ctx, ts, o, t, final, filepath.Join(base, "hidden-"+t.ID), &out); err != nil {
+		CriticalPathS: rep.Achieved.Seconds, WallS: rep.WallS, Repo: repo, Metered: meter != nil}
+	if meter != nil {
+		sp, err := meter.Spend(ctx)
+		if err != nil {
 			return nil, err
 		}
-		out.Accepted = out.GateStatus == "succeeded" && out.HiddenPassed
-		if out.Accepted {
-			ar.Accepted++
+		if err := meter.Close(); err != nil {
+			return nil, fmt.Errorf("the %s arm's gateway: %w", arm, err)
 		}
-		o.progress("eval: %s: %s: gates %s, hidden checks %s", arm, t.ID, out.GateStatus, passFail(out.HiddenPassed))
-		ar.Tasks = append(ar.Tasks, out)
+		ar.setSpend(sp)
 	}
-	ar.Quality = float64(ar.Accepted) / float64(ar.Attempted)
-	if ar.Accepted > 0 {
-		c := ar.USD / float64(ar.Accepted)
-		ar.CostPerAccepted = &c
-	}
-	return ar, nil
-}
-
-func passFail(ok bool) string {
-	if ok {
-		return "passed"
-	}
-	return "failed"
-}
-
-// judgeHidden copies the final tree to scratch, lays the task's hidden
-// files over it and runs its hidden checks there, in order, stopping at
-// the first failure.
-func judgeHidden(ctx context.Context, ts *TaskSet, o Options, t *Task, final, scratch string, out *TaskOutcome) error {
-	if err := copyTree(final, scratch); err != nil {
-		return err
-	}
-	if _, err := os.Stat(t.Hidden); err == nil {
-		if err := copyTree(t.Hidden, scratch); err != nil {
-			return err
-		}
-	}
-	out.HiddenPassed = true
-	for i, cmd := range t.HiddenChecks {
-		r, err := o.Runtime.Check(ctx, Check{Command: cmd, Dir: scratch, Timeout: time.Duration(ts.CheckTimeoutS * float64(time.Second)),
-			Log: filepath.Join(scratch+".logs", fmt.Sprintf("hidden-%d.log", i+1))})
-		if err != nil {
-			return err
-		}
-		out.Hidden = append(out.Hidden, CheckOutcome{Command: cmd, CheckResult: r})
-		if r.Exit != 0 || r.TimedOut {
-			out.HiddenPassed = false
-			break
-		}
-	}
-	return nil
-}
-
-// planDoc is the plan an arm runs, written as JSON (which plan files may
-// be).
-type planDoc struct {
-	Version           int                   `json:"version"`
-	IntegrationBranch string                `json:"integration_branch"`
-	MaxParallel       int                   `json:"max_parallel"`
-	Agents            map[string]plan.Agent `json:"agents"`
-	Tasks             []planTask            `json:"tasks"`
-}
-
-type planTask struct {
-	ID            string         `json:"id"`
-	Objective     string         `json:"objective"`
-	Agent         string         `json:"agent"`
-	Deps          []string       `json:"deps,omitempty"`
-	WriteScope    []string       `json:"write_scope"`
-	Checks        []string       `json:"checks,omitempty"`
-	CheckTimeoutS float64        `json:"check_timeout_s"`
-	EstimateS     float64        `json:"estimate_s"`
-	Budget        map[string]any `json:"budget"`
-}
-
-// BuildPlan returns the plan of an arm. The single arm has one task,
-// SingleTaskID, whose objective lists every task's prompt, whose write
-// scope and checks are the union of theirs and whose budget is the whole
-// budget; the swarm arm has the set's tasks, each with its share. Neither
-// holds anything of the hidden checks. Agent profiles: "agent" for the
-// work and for reconciliations, with APIARY_EVAL_ARM set.
-func BuildPlan(ts *TaskSet, arm Arm, o Options) ([]byte, error) {
-	prof := o.Agent
-	prof.Env = maps.Clone(prof.Env)
-	if prof.Env == nil {
-		prof.Env = map[string]string{}
-	}
-	prof.Env["APIARY_EVAL_ARM"] = string(arm)
-	doc := planDoc{Version: 1, IntegrationBranch: "main", Agents: map[string]plan.Agent{"agent": prof}}
-	totalEst := 0.0
-	for _, t := range ts.Tasks {
-		totalEst += t.EstimateS
-	}
-	if arm == Single {
-		var obj strings.Builder
-		fmt.Fprintf(&obj, "Complete all %d of the following tasks in this repository, in any order that works.\n", len(ts.Tasks))
-		var scope, checks []string
-		wall := 0.0
-		for i, t := range ts.Tasks {
-			fmt.Fprintf(&obj, "\n## Task %d: %s\n\n%s\n", i+1, t.ID, strings.TrimSpace(t.PromptText))
-			scope = append(scope, t.WriteScope...)
-			checks = append(checks, t.Checks...)
-			wall += t.WallClockS
-		}
-		slices.Sort(scope)
-		doc.MaxParallel = 1
-		doc.Tasks = []planTask{{ID: SingleTaskID, Objective: obj.String(), Agent: "agent", WriteScope: slices.Compact(scope),
-			Checks: dedup(append(slices.Clone(ts.Checks), checks...)), CheckTimeoutS: ts.CheckTimeoutS, EstimateS: totalEst,
-			Budget: map[string]any{"usd": o.BudgetUSD, "wall_clock_s": wall}}}
-	} else {
-		doc.MaxParallel = o.MaxParallel
-		if doc.MaxParallel == 0 {
-			doc.MaxParallel = ts.Swarm.MaxParallel
-		}
-		if doc.MaxParallel == 0 {
-			doc.MaxParallel = len(ts.Tasks)
-		}
-		for _, t := range ts.Tasks {
-			doc.Tasks = append(doc.Tasks, planTask{ID: t.ID, Objective: strings.TrimSpace(t.PromptText), Agent: "agent", Deps: t.Deps,
-				WriteScope: t.WriteScope, Checks: dedup(append(slices.Clone(ts.Checks), t.Checks...)), CheckTimeoutS: ts.CheckTimeoutS,
-				EstimateS: t.EstimateS, Budget: map[string]any{"usd": o.BudgetUSD * t.EstimateS / totalEst, "wall_clock_s": t.WallClockS}})
-		}
-	}
-	data, err := json.MarshalIndent(doc, "", "  ")
+	evs, _, err := rundir.Open(repo, rep.RunID).Events()
 	if err != nil {
 		return nil, err
 	}
-	if _, err := plan.Parse(string(arm)+"-plan.json", data); err != nil {
-		return nil, fmt.Errorf("%w: the %s plan is invalid: %v", ErrTaskSet, arm, err)
+	ar.timeAndMessages(start, evs, len(ts.Tasks))
+	if err := grade(ctx, ts, o, arm, rep, evs, base, ar); err != nil {
+		return nil, err
 	}
-	return data, nil
-}
-
-func dedup(xs []string) []string {
-	var out []string
-	for _, x := range xs {
-		if !slices.Contains(out, x) {
-			out = append(out, x)
-		}
-	}
-	return out
+	return ar, nil
 }
 
 // copyTree copies the directories, regular files (with their modes) and

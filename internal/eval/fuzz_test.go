@@ -18,6 +18,7 @@ func FuzzParse(f *testing.F) {
 		"  - {id: a, write_scope: [x], estimate_s: 5, hidden_checks: [HIDDENMARK]}\n" +
 		"  - {id: b, deps: [a], write_scope: [y], hidden_checks: [HIDDENMARK]}\n"))
 	f.Add([]byte("version: 1\nname: s\ntasks: [{id: a, prompt: ../outside.md, write_scope: [x], hidden_checks: [true]}]\n"))
+	f.Add([]byte("version: 1\nname: s\ntasks: [{id: a, write_scope: [x], hidden_checks: [true]}]\nscripted: {swarm: repo, reads: {a: [x, ../y]}, turn_s: 1}\n"))
 	f.Add([]byte("version: [\n"))
 	f.Add([]byte(""))
 	dir := f.TempDir()
@@ -49,7 +50,7 @@ func FuzzParse(f *testing.F) {
 				ts.Tasks[i].HiddenChecks[j] += marker
 			}
 		}
-		o := Options{BudgetUSD: 2, Agent: plan.Agent{Kind: "claude"}}
+		o := Options{Budget: Budget{USD: 2}, Agent: plan.Agent{Kind: "claude"}}
 		for _, arm := range []Arm{Single, Swarm} {
 			out, err := BuildPlan(ts, arm, o)
 			if err != nil {

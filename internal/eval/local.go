@@ -19,8 +19,6 @@ import (
 // Local is the Runtime of apiary itself: git plumbing, the runtime
 // (package runs) and the gates' check runner, on this machine.
 type Local struct {
-	// Models gives each arm's attempts their model access; nil: none.
-	Models map[Arm]attempt.ModelAccess
 	// AgentBin maps an agent kind to its executable (see runs.Config).
 	AgentBin map[string]string
 	// Writes, if set, gives the agents of a run in dir their MCP write
@@ -40,8 +38,8 @@ func (r *Local) InitRepo(ctx context.Context, dir string) error {
 	return err
 }
 
-func (r *Local) Run(ctx context.Context, arm Arm, dir string, planData []byte) (*runs.Report, error) {
-	cfg := runs.Config{Repo: git.New(dir, git.Options{}), Models: r.Models[arm], AgentBin: r.AgentBin, ReconcileAgent: "agent"}
+func (r *Local) Run(ctx context.Context, dir string, planData []byte, models attempt.ModelAccess) (*runs.Report, error) {
+	cfg := runs.Config{Repo: git.New(dir, git.Options{}), Models: models, AgentBin: r.AgentBin, ReconcileAgent: "agent"}
 	if r.Writes != nil {
 		ws, err := r.Writes(dir)
 		if err != nil {
@@ -53,7 +51,7 @@ func (r *Local) Run(ctx context.Context, arm Arm, dir string, planData []byte) (
 	if err != nil {
 		return nil, err
 	}
-	return runs.Start(ctx, cfg, runs.NewRun{ID: id, PlanFile: string(arm) + "-plan.json", PlanData: planData})
+	return runs.Start(ctx, cfg, runs.NewRun{ID: id, PlanFile: "plan.json", PlanData: planData})
 }
 
 func (r *Local) Export(ctx context.Context, dir, rev, dst string) error {

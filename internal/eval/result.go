@@ -2,11 +2,8 @@ package eval
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"strings"
-
-	"github.com/apiary-dev/apiary/internal/plot"
 )
 
 // Verdicts.
@@ -15,45 +12,91 @@ const (
 	VerdictSingle = "single agent preferred"
 )
 
-// Result is an evaluation: both arms and the verdict.
+// Result is an evaluation: what went in, both arms, and the verdict.
 type Result struct {
-	TaskSet   string    `json:"task_set"`
-	Tasks     int       `json:"tasks"`
-	BudgetUSD float64   `json:"budget_usd"`
-	Single    ArmResult `json:"single"`
-	Swarm     ArmResult `json:"swarm"`
+	TaskSet string    `json:"task_set"`
+	Tasks   int       `json:"tasks"`
+	Inputs  Inputs    `json:"inputs"`
+	Single  ArmResult `json:"single"`
+	Swarm   ArmResult `json:"swarm"`
 	// TokenAmplification is the swarm's tokens over the single agent's;
-	// null when the single agent's are unknown (zero).
+	// null when either is not known.
 	TokenAmplification *float64 `json:"token_amplification"`
-	// CostKnown is false when neither arm reported any cost (agents that
-	// do not account for their usage): cost per accepted task then ties.
+	// CostKnown is whether both arms' costs are known; when not, cost per
+	// accepted task is "n/a" and gives no verdict.
 	CostKnown bool     `json:"cost_known"`
 	Verdict   string   `json:"verdict"`
 	Reasons   []string `json:"reasons"`
 }
 
-// ArmResult is one arm's run, judged.
+// Inputs are everything that decides the verdict besides the agents' work.
+type Inputs struct {
+	TaskSet string `json:"task_set_dir"`
+	// Digest is the SHA-256 of the task set's files.
+	Digest string `json:"task_set_sha256"`
+	// Budget is each arm's one hard budget; Metered says the gateway held
+	// both arms to it.
+	Budget  Budget `json:"budget_per_arm"`
+	Metered bool   `json:"metered"`
+	// Agents names the agents (e.g. scripted-claude); AgentKind and Model
+	// their profile ("" model: the CLI's default).
+	Agents    string `json:"agents"`
+	AgentKind string `json:"agent_kind"`
+	Model     string `json:"model,omitempty"`
+	// Seed is the scripted model's seed; ScriptedTurnS its time per turn.
+	Seed          *uint64     `json:"seed,omitempty"`
+	ScriptedTurnS *float64    `json:"scripted_turn_s,omitempty"`
+	MaxParallel   map[Arm]int `json:"max_parallel"`
+	// Grading is the checks both arms are graded with.
+	Grading []GradingCheck `json:"grading"`
+}
+
+// ArmResult is one arm's run, graded.
 type ArmResult struct {
 	Arm    Arm    `json:"arm"`
 	RunID  string `json:"run_id"`
 	Status string `json:"status"`
 	Repo   string `json:"repo"`
-	// Quality is Accepted/Attempted: a task is accepted when apiary's
-	// gates accepted its work (the single agent's one task, or the swarm
-	// task) and its hidden checks pass on the run's final tree.
-	Attempted int     `json:"attempted"`
-	Accepted  int     `json:"accepted"`
-	Quality   float64 `json:"quality"`
-	// CriticalPathS is the run's achieved critical path: from the start of
-	// its first task to the end of the last, along dependencies.
+	// Quality is ChecksPassed/ChecksTotal over the grading's checks, run
+	// one by one on the arm's work (see grade).
+	Quality      float64 `json:"quality"`
+	ChecksPassed int     `json:"checks_passed"`
+	ChecksTotal  int     `json:"checks_total"`
+	// Accepted tasks were integrated and passed every check of their own.
+	Attempted int `json:"attempted"`
+	Accepted  int `json:"accepted"`
+	// FromCandidates are the plan tasks not integrated whose last
+	// candidate was laid over the final tree for grading.
+	FromCandidates []string `json:"graded_from_candidates,omitempty"`
+	// TimeS is the time axis: from the start of the arm's run to its last
+	// integration (TimeTo says if it is the end of the run instead),
+	// waiting for worker slots included.
+	TimeS  float64 `json:"time_s"`
+	TimeTo string  `json:"time_to"`
+	// CriticalPathS is the run's achieved critical path (from the start of
+	// its first task to the end of the last, along dependencies) and WallS
+	// its first event to its last; neither is judged.
 	CriticalPathS float64 `json:"critical_path_s"`
 	WallS         float64 `json:"wall_s"`
-	USD           float64 `json:"usd"`
-	InputTokens   int64   `json:"input_tokens"`
-	OutputTokens  int64   `json:"output_tokens"`
-	Tokens        int64   `json:"tokens"`
-	// CostPerAccepted is USD/Accepted; null when nothing was accepted.
-	CostPerAccepted *float64      `json:"cost_per_accepted_usd"`
+	// Metered says the arm ran behind the gateway; Spend is what it
+	// metered. USD and tokens are the gateway's figures, meaningful when
+	// CostKnown and TokensKnown say so (CostNote says why not).
+	Metered      bool    `json:"metered"`
+	Spend        *Spend  `json:"spend,omitempty"`
+	CostKnown    bool    `json:"cost_known"`
+	TokensKnown  bool    `json:"tokens_known"`
+	CostNote     string  `json:"cost_note,omitempty"`
+	USD          float64 `json:"usd"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	Tokens       int64   `json:"tokens"`
+	// CostPerAccepted is USD/Accepted; null when the cost is not known or
+	// nothing was accepted.
+	CostPerAccepted *float64 `json:"cost_per_accepted_usd"`
+	// Messages are the run's coordination messages (see isCoordination).
+	Messages        int           `json:"coordination_messages"`
+	MessagesPerTask float64       `json:"coordination_messages_per_task"`
+	Checks          []GradedCheck `json:"checks"`
 	Tasks           []TaskOutcome `json:"tasks"`
 }
 
@@ -62,34 +105,39 @@ type TaskOutcome struct {
 	ID string `json:"id"`
 	// GateStatus is the receipt status of the plan task that did it
 	// (succeeded, failed, skipped, cancelled); GateReason the gate that
-	// rejected it.
-	GateStatus   string         `json:"gate_status"`
-	GateReason   string         `json:"gate_reason,omitempty"`
-	Hidden       []CheckOutcome `json:"hidden_checks"`
-	HiddenPassed bool           `json:"hidden_passed"`
-	Accepted     bool           `json:"accepted"`
-}
-
-// CheckOutcome is one hidden check's result.
-type CheckOutcome struct {
-	Command string `json:"command"`
-	CheckResult
+	// rejected it; Integrated whether its work reached the branch.
+	GateStatus   string `json:"gate_status"`
+	GateReason   string `json:"gate_reason,omitempty"`
+	Integrated   bool   `json:"integrated"`
+	ChecksPassed int    `json:"checks_passed"`
+	ChecksTotal  int    `json:"checks_total"`
+	Accepted     bool   `json:"accepted"`
 }
 
 // finish computes the comparison.
 func (r *Result) finish() {
-	if r.Single.Tokens > 0 {
+	r.TokenAmplification = nil
+	for _, a := range []*ArmResult{&r.Single, &r.Swarm} {
+		a.CostPerAccepted = nil
+		if a.CostKnown && a.Accepted > 0 {
+			c := a.USD / float64(a.Accepted)
+			a.CostPerAccepted = &c
+		}
+	}
+	if r.Single.TokensKnown && r.Swarm.TokensKnown && r.Single.Tokens > 0 {
 		a := float64(r.Swarm.Tokens) / float64(r.Single.Tokens)
 		r.TokenAmplification = &a
 	}
-	r.CostKnown = r.Single.USD > 0 || r.Swarm.USD > 0
+	r.CostKnown = r.Single.CostKnown && r.Swarm.CostKnown
 	r.Verdict, r.Reasons = Compare(r.Single, r.Swarm)
 }
 
 // Compare decides whether the swarm dominates the single agent: no worse
-// on quality (higher is better), critical-path time and cost per accepted
-// task (lower is better; none accepted counts as infinite cost), and
-// strictly better on at least one. Reasons say how each axis compared.
+// on any judged axis — quality (higher is better), time to the last
+// integration and cost per accepted task (lower is better; none accepted
+// counts as infinite cost) — and strictly better on at least one. Cost is
+// judged only when both arms' costs are known; otherwise it is "n/a" and
+// gives no verdict. Reasons say how each axis compared.
 func Compare(single, sw ArmResult) (string, []string) {
 	cost := func(a ArmResult) float64 {
 		if a.CostPerAccepted == nil {
@@ -97,18 +145,34 @@ func Compare(single, sw ArmResult) (string, []string) {
 		}
 		return *a.CostPerAccepted
 	}
-	axes := []struct {
+	type axis struct {
 		name          string
 		single, swarm float64
 		higherBetter  bool
 		format        func(float64) string
-	}{
-		{"quality", single.Quality, sw.Quality, true, func(v float64) string { return fmt.Sprintf("%.2f", v) }},
-		{"critical path", single.CriticalPathS, sw.CriticalPathS, false, func(v float64) string { return fmt.Sprintf("%.1fs", v) }},
-		{"cost per accepted task", cost(single), cost(sw), false, usd},
 	}
-	worse, better := 0, 0
+	axes := []axis{
+		{"quality", single.Quality, sw.Quality, true, func(v float64) string { return fmt.Sprintf("%.2f", v) }},
+		{"time to last integration", single.TimeS, sw.TimeS, false, func(v float64) string { return fmt.Sprintf("%.1fs", v) }},
+	}
+	noCost := ""
+	if single.CostKnown && sw.CostKnown {
+		axes = append(axes, axis{"cost per accepted task", cost(single), cost(sw), false, usd})
+	} else {
+		var why []string
+		for _, a := range []ArmResult{single, sw} {
+			if !a.CostKnown {
+				note := a.CostNote
+				if note == "" {
+					note = "not metered"
+				}
+				why = append(why, string(a.Arm)+": "+note)
+			}
+		}
+		noCost = "cost per accepted task: n/a, no verdict on this axis (" + strings.Join(why, "; ") + ")"
+	}
 	var reasons []string
+	worse, better := 0, 0
 	for _, a := range axes {
 		var rel string
 		switch {
@@ -123,6 +187,9 @@ func Compare(single, sw ArmResult) (string, []string) {
 		}
 		reasons = append(reasons, fmt.Sprintf("%s: swarm %s %s vs single %s", a.name, rel, a.format(a.swarm), a.format(a.single)))
 	}
+	if noCost != "" {
+		reasons = append(reasons, noCost)
+	}
 	if worse == 0 && better > 0 {
 		return VerdictSwarm, reasons
 	}
@@ -134,98 +201,4 @@ func usd(v float64) string {
 		return "n/a (none accepted)"
 	}
 	return fmt.Sprintf("$%.4f", v)
-}
-
-// WriteText renders the evaluation for people.
-func (r *Result) WriteText(w io.Writer) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "task set %s: %d tasks, budget $%.2f per arm\n\n", r.TaskSet, r.Tasks, r.BudgetUSD)
-	row := func(name string, f func(a *ArmResult) string) {
-		fmt.Fprintf(&b, "%-24s %18s %18s\n", name, f(&r.Single), f(&r.Swarm))
-	}
-	row("", func(a *ArmResult) string { return string(a.Arm) })
-	row("quality Q (accepted)", func(a *ArmResult) string { return fmt.Sprintf("%.2f (%d/%d)", a.Quality, a.Accepted, a.Attempted) })
-	row("critical path", func(a *ArmResult) string { return fmt.Sprintf("%.1fs", a.CriticalPathS) })
-	row("wall time", func(a *ArmResult) string { return fmt.Sprintf("%.1fs", a.WallS) })
-	row("cost", func(a *ArmResult) string { return fmt.Sprintf("$%.4f", a.USD) })
-	row("cost per accepted task", func(a *ArmResult) string {
-		if a.CostPerAccepted == nil {
-			return "n/a"
-		}
-		return fmt.Sprintf("$%.4f", *a.CostPerAccepted)
-	})
-	row("tokens (in+out)", func(a *ArmResult) string { return fmt.Sprint(a.Tokens) })
-	amp := "n/a (single agent reported no tokens)"
-	if r.TokenAmplification != nil {
-		amp = fmt.Sprintf("%.2fx", *r.TokenAmplification)
-	}
-	fmt.Fprintf(&b, "%-24s %37s\n", "token amplification", amp)
-	fmt.Fprintf(&b, "\n%-14s %-30s %s\n", "task", "single", "swarm")
-	for i := range r.Single.Tasks {
-		s, w := r.Single.Tasks[i], r.Swarm.Tasks[i]
-		fmt.Fprintf(&b, "%-14s %-30s %s\n", s.ID, outcome(s), outcome(w))
-	}
-	fmt.Fprintf(&b, "\nverdict: %s\n", r.Verdict)
-	for _, reason := range r.Reasons {
-		fmt.Fprintf(&b, "  %s\n", reason)
-	}
-	if !r.CostKnown {
-		b.WriteString("note: no agent reported its cost, so cost per accepted task ties\n")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// outcome says how a task fared: accepted, or why not.
-func outcome(t TaskOutcome) string {
-	if t.Accepted {
-		return "accepted"
-	}
-	var why []string
-	if t.GateStatus != "succeeded" {
-		g := "gates: " + t.GateStatus
-		if t.GateReason != "" {
-			g += " (" + strings.Fields(t.GateReason)[0] + ")"
-		}
-		why = append(why, g)
-	}
-	if !t.HiddenPassed {
-		why = append(why, "hidden checks failed")
-	}
-	return "rejected, " + strings.Join(why, ", ")
-}
-
-// Chart compares the arms on the three axes, each relative to the larger
-// of the two (1 = the larger): quality, critical path and cost per
-// accepted task.
-func (r *Result) Chart() plot.Chart {
-	rel := func(a, b float64) (float64, float64) {
-		m := max(a, b)
-		if m == 0 || math.IsInf(m, 0) {
-			return clampInf(a, m), clampInf(b, m)
-		}
-		return a / m, b / m
-	}
-	cost := func(a ArmResult) float64 {
-		if a.CostPerAccepted == nil {
-			return math.Inf(1)
-		}
-		return *a.CostPerAccepted
-	}
-	q1, q2 := rel(r.Single.Quality, r.Swarm.Quality)
-	t1, t2 := rel(r.Single.CriticalPathS, r.Swarm.CriticalPathS)
-	c1, c2 := rel(cost(r.Single), cost(r.Swarm))
-	return plot.Chart{Kind: plot.Bar, Title: fmt.Sprintf("%s: single agent vs swarm, $%.2f each", r.TaskSet, r.BudgetUSD),
-		Y:          plot.Axis{Label: "value / the larger of the two", Min: 0, Max: 1},
-		Categories: []string{"quality Q: more=good", "crit. path: less=good", "$/accepted: less=good"},
-		Series:     []plot.Series{{Name: "single agent", Y: []float64{q1, t1, c1}}, {Name: "swarm", Y: []float64{q2, t2, c2}}}}
-}
-
-// clampInf maps v relative to a maximum that is 0 or infinite: infinite
-// values become 1 and finite ones 0.
-func clampInf(v, _ float64) float64 {
-	if math.IsInf(v, 1) {
-		return 1
-	}
-	return 0
 }

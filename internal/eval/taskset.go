@@ -1,10 +1,13 @@
 // Package eval answers whether a swarm beats one agent with the same
 // budget. It runs a task set twice with apiary's runtime — once as a
-// single agent given every task and the whole budget, once as a swarm of
-// one agent per task sharing the same total budget — judges each task
-// only by apiary's gates and by hidden acceptance checks the agents never
-// see, and compares the two runs on quality, critical-path time and cost
-// per accepted task.
+// single agent given every task, once as a swarm of one agent per task —
+// each arm behind the metering gateway with one hard budget, the same for
+// both. It grades both arms' work with the same checks, one by one (the
+// set's visible checks and every task's visible and hidden checks, the
+// hidden ones never seen by the agents), times each arm from its start to
+// its last integration, and compares them on quality, time and cost per
+// accepted task; token amplification and coordination messages per task
+// are reported beside the verdict.
 //
 // A task set is a directory:
 //
@@ -13,8 +16,9 @@
 //	tasks/ID/prompt.md    what the agent is asked (default path)
 //	tasks/ID/hidden/      files copied over the final tree before the
 //	                      task's hidden checks run (default path)
-//	scripted/single/      optional: the files a scripted single agent writes
 //	scripted/swarm/ID/    optional: the files a scripted swarm agent writes
+//	scripted/single/      optional: the files a scripted single agent
+//	                      writes (default: all of the swarm's)
 //
 // Hidden checks stay out of the agents' sight: they are not in the
 // repository, not in any plan or envelope, and are read from the task set
@@ -23,6 +27,8 @@ package eval
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -80,13 +86,17 @@ type Task struct {
 }
 
 // Scripted names the files scripted agents write, for tests and offline
-// runs: Single is a tree the single agent writes; Swarm holds one tree per
-// task id. DelayS is how long a scripted agent works per task (the single
-// agent, on all of them, takes the sum).
+// runs: Single is a tree the single agent writes ("": the union of the
+// swarm's trees, so that both arms do the same work); Swarm holds one tree
+// per task id. Reads names, per task id, the files an agent of that task reads
+// before it writes (the code it builds on); the single agent reads a file
+// once, and never one it wrote itself. TurnS is the scripted model's time
+// per turn (one read, one write, or the final answer).
 type Scripted struct {
-	Single string  `yaml:"single"`
-	Swarm  string  `yaml:"swarm"`
-	DelayS float64 `yaml:"delay_s"`
+	Single string              `yaml:"single"`
+	Swarm  string              `yaml:"swarm"`
+	Reads  map[string][]string `yaml:"reads"`
+	TurnS  float64             `yaml:"turn_s"`
 }
 
 var idPattern = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
@@ -244,14 +254,26 @@ func (m *manifest) check() error {
 		}
 	}
 	if s := ts.Scripted; s != nil {
-		if s.Single, err = m.dirPath(path{"scripted", "single"}, s.Single); err != nil {
-			return err
+		if s.Single != "" {
+			if s.Single, err = m.dirPath(path{"scripted", "single"}, s.Single); err != nil {
+				return err
+			}
 		}
 		if s.Swarm, err = m.dirPath(path{"scripted", "swarm"}, s.Swarm); err != nil {
 			return err
 		}
-		if !(s.DelayS >= 0 && s.DelayS <= 3600) {
-			return m.errf(path{"scripted", "delay_s"}, "must be in [0, 3600]")
+		if !(s.TurnS >= 0 && s.TurnS <= 600) {
+			return m.errf(path{"scripted", "turn_s"}, "must be in [0, 600], got %v", s.TurnS)
+		}
+		for id, paths := range s.Reads {
+			if _, ok := ids[id]; !ok {
+				return m.errf(path{"scripted", "reads", id}, "unknown task %q", id)
+			}
+			for k, p := range paths {
+				if strings.TrimSpace(p) == "" || !filepath.IsLocal(p) {
+					return m.errf(path{"scripted", "reads", id, k}, "%q must be a relative path inside the repository", p)
+				}
+			}
 		}
 	}
 	return nil
@@ -301,7 +323,7 @@ func (ts *TaskSet) ScriptedFiles(arm Arm) (map[string]map[string]string, error) 
 		return nil, setErr(ManifestName, "no scripted agents (scripted: single, swarm)")
 	}
 	out := map[string]map[string]string{}
-	if arm == Single {
+	if arm == Single && ts.Scripted.Single != "" {
 		files, err := readTree(ts.Scripted.Single)
 		if err != nil {
 			return nil, err
@@ -321,7 +343,21 @@ func (ts *TaskSet) ScriptedFiles(arm Arm) (map[string]map[string]string, error) 
 		}
 		out[t.ID] = files
 	}
-	return out, nil
+	if arm == Swarm {
+		return out, nil
+	}
+	// No tree of its own: the single agent writes what the swarm's agents
+	// write, all of it.
+	union := map[string]string{}
+	for _, t := range ts.Tasks {
+		for p, content := range out[t.ID] {
+			if prev, ok := union[p]; ok && prev != content {
+				return nil, setErr(ManifestName, "scripted.single is not given and two swarm tasks write %s differently", p)
+			}
+			union[p] = content
+		}
+	}
+	return map[string]map[string]string{SingleTaskID: union}, nil
 }
 
 // readTree reads the regular files under dir.
@@ -343,4 +379,63 @@ func readTree(dir string) (map[string]string, error) {
 		return nil
 	})
 	return files, err
+}
+
+// Digest is a SHA-256 of the task set's files (paths and contents), so a
+// report names exactly what it evaluated.
+func (ts *TaskSet) Digest() (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(ts.Dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(ts.Dir, p)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(rel), len(b))
+		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Check kinds of the grading.
+const (
+	Visible = "visible" // a check the agents are told about and apiary's gates run
+	Hidden  = "hidden"  // an acceptance check the agents never see
+)
+
+// GradingCheck is one check of the grading. Task is "" for the set's
+// visible checks, which grade the whole tree.
+type GradingCheck struct {
+	Task    string `json:"task,omitempty"`
+	Kind    string `json:"kind"`
+	Command string `json:"command"`
+}
+
+// Grading is the checks both arms are graded with, in order: the set's
+// visible checks, then each task's visible and hidden checks. It depends
+// on the task set alone, so both arms get the same list.
+func (ts *TaskSet) Grading() []GradingCheck {
+	var out []GradingCheck
+	for _, c := range ts.Checks {
+		out = append(out, GradingCheck{Kind: Visible, Command: c})
+	}
+	for _, t := range ts.Tasks {
+		for _, c := range t.Checks {
+			out = append(out, GradingCheck{Task: t.ID, Kind: Visible, Command: c})
+		}
+		for _, c := range t.HiddenChecks {
+			out = append(out, GradingCheck{Task: t.ID, Kind: Hidden, Command: c})
+		}
+	}
+	return out
 }

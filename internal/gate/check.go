@@ -9,9 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/envelope"
+	"github.com/apiary-dev/apiary/internal/proc"
 )
 
 // CheckCommand describes one check command run.
@@ -25,12 +27,14 @@ type CheckCommand struct {
 	Now func() time.Time
 }
 
-// RunCheck runs one check command in its own process group, with stdout and
-// stderr captured to c.Log. On timeout the whole group is killed and the
-// result says TimedOut with exit -1. Whatever the outcome, any process the
-// command left behind in its group is killed before RunCheck returns. An
-// error is returned only when the command could not be run or ctx ended;
-// a non-zero exit is a result, not an error.
+// RunCheck runs one check command in a scope of its own (see package proc:
+// the tracker ctx carries, so a run finds and ends a check's processes
+// like its agents'), with stdout and stderr captured to c.Log. When ctx
+// ends or the timeout passes, every process of the scope is killed; the
+// result of a timeout says TimedOut with exit -1. Whatever the outcome,
+// any process the command left behind is killed before RunCheck returns.
+// An error is returned only when the command could not be run or ctx
+// ended; a non-zero exit is a result, not an error.
 func RunCheck(ctx context.Context, c CheckCommand) (envelope.CheckResult, error) {
 	now := c.Now
 	if now == nil {
@@ -53,21 +57,18 @@ func RunCheck(ctx context.Context, c CheckCommand) (envelope.CheckResult, error)
 		runCtx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
-	cmd := exec.CommandContext(runCtx, "/bin/sh", "-c", c.Command)
+	cmd := exec.Command("/bin/sh", "-c", c.Command)
 	cmd.Dir = c.Dir
 	cmd.Env = c.Env
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout, cmd.Stderr = logf, logf
-	setProcessGroup(cmd)
-	cmd.WaitDelay = 5 * time.Second
 	start := now()
-	err = cmd.Start()
-	if err != nil {
-		return res, fmt.Errorf("gate: starting check %q: %w", c.Command, err)
-	}
-	err = cmd.Wait()
-	killGroup(cmd) // stragglers left in the background
+	err = runInScope(runCtx, cmd, strings.TrimSuffix(filepath.Base(c.Log), ".log"))
 	res.Duration = now().Sub(start).Seconds()
+	var se *scopeStartError
+	if errors.As(err, &se) {
+		return res, fmt.Errorf("gate: starting check %q: %w", c.Command, se.err)
+	}
 	var ee *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
@@ -114,4 +115,35 @@ func checkFailure(r envelope.CheckResult, timeout time.Duration) Failure {
 		f.Detail = fmt.Sprintf("check %q exited %d after %.1fs", r.Command, r.Exit, r.Duration)
 	}
 	return f
+}
+
+// scopeStartError: the command could not be started.
+type scopeStartError struct{ err error }
+
+func (e *scopeStartError) Error() string { return e.err.Error() }
+
+// runInScope starts cmd in a scope of ctx's tracker named leaf and waits for it;
+// when ctx ends, every process of the scope is killed. After the command
+// exits, whatever it left running is killed too. The error is cmd.Wait's,
+// or a *scopeStartError.
+func runInScope(ctx context.Context, cmd *exec.Cmd, leaf string) error {
+	p, err := proc.FromContext(ctx).Start(cmd, leaf)
+	if err != nil {
+		return &scopeStartError{err}
+	}
+	exited := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-ctx.Done():
+			_ = p.Kill()
+		case <-exited:
+		}
+	}()
+	err = cmd.Wait()
+	close(exited)
+	<-stopped
+	p.Close(0) // stragglers left in the background
+	return err
 }

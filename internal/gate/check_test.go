@@ -1,3 +1,5 @@
+//go:build unix
+
 package gate
 
 import (
@@ -13,8 +15,6 @@ import (
 
 	"github.com/apiary-dev/apiary/internal/git/gittest"
 )
-
-var fixedTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // readPID reads a pid a check wrote.
 func readPID(t *testing.T, path string) int {

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apiary-dev/apiary/internal/envelope"
@@ -12,10 +13,12 @@ import (
 // file: its code lines before and after (nil when absent) and the patch.
 type testFile struct {
 	path     string
-	lang     lang
+	lang     Lang
 	old, new []string // code lines, see codeLines
-	removed  []git.Line
-	added    []git.Line
+	// oldSrc and newSrc are the versions' sources (nil when absent).
+	oldSrc, newSrc []byte
+	removed        []git.Line
+	added          []git.Line
 }
 
 // scan is what the recognizers found in one version of a file.
@@ -61,11 +64,11 @@ func codeAt(lines []string, n int) string {
 func detectForbidden(files []*testFile, enabled map[string]bool) []Failure {
 	recs := recognizers()
 	var out []Failure
-	byLang := map[lang][]*testFile{}
+	byLang := map[Lang][]*testFile{}
 	for _, f := range files {
 		byLang[f.lang] = append(byLang[f.lang], f)
 	}
-	for _, l := range []lang{langGo, langPython, langJS} {
+	for _, l := range []Lang{LangGo, LangPython, LangJS} {
 		fs := byLang[l]
 		if len(fs) == 0 {
 			continue
@@ -79,11 +82,32 @@ func detectForbidden(files []*testFile, enabled map[string]bool) []Failure {
 		if enabled[envelope.PatternDeletedTests] {
 			out = append(out, deletedTests(fs, olds, news)...)
 		}
-		if enabled[envelope.PatternDisabledAssertions] {
-			out = append(out, disabledAssertions(fs, olds, news, rec)...)
+		var base, head *goSide
+		parsed := false
+		if l == LangGo {
+			base, head, parsed = parseGoSides(fs)
 		}
+		if enabled[envelope.PatternDisabledAssertions] {
+			if parsed {
+				out = append(out, goDisabledAssertions(fs, base, head)...)
+			} else {
+				out = append(out, disabledAssertions(fs, olds, news, rec)...)
+			}
+		}
+		var skips []Failure
 		if enabled[envelope.PatternSkipMarkers] {
-			out = append(out, skipMarkers(fs, olds, news, rec)...)
+			skips = skipMarkers(fs, olds, news, rec)
+			out = append(out, skips...)
+		}
+		if enabled[envelope.PatternTestBypass] && parsed {
+			// A skip the skip-markers pattern reports already is not
+			// reported twice.
+			for _, f := range testBypass(base, head) {
+				if strings.Contains(f.Detail, "a new t.Skip path") && slices.ContainsFunc(skips, func(s Failure) bool { return s.File == f.File && s.Line == f.Line }) {
+					continue
+				}
+				out = append(out, f)
+			}
 		}
 		if enabled[envelope.PatternEmptiedTests] {
 			for i, f := range fs {
@@ -186,7 +210,7 @@ func skipMarkers(fs []*testFile, olds, news []scan, rec recognizer) []Failure {
 	for i, f := range fs {
 		// Go build constraints switch a whole test file off; they are
 		// comments, so look at the raw text.
-		if f.lang == langGo {
+		if f.lang == LangGo {
 			had := map[string]bool{}
 			for _, r := range f.removed {
 				had[strings.TrimSpace(r.Text)] = true
@@ -241,4 +265,119 @@ func clip(s string) string {
 		return string(r[:117]) + "..."
 	}
 	return s
+}
+
+// parseGoSides parses both versions of the changed Go test files; false if
+// any does not parse (the lexical recognizers then judge them).
+func parseGoSides(fs []*testFile) (base, head *goSide, ok bool) {
+	olds, news := map[string][]byte{}, map[string][]byte{}
+	for _, f := range fs {
+		olds[f.path], news[f.path] = f.oldSrc, f.newSrc
+	}
+	base, ok1 := parseGoSide(olds)
+	head, ok2 := parseGoSide(news)
+	return base, head, ok1 && ok2
+}
+
+// sideChecks counts the assertion checks every test function of a side
+// runs, and returns the sites of each.
+func sideChecks(s *goSide) (total int, per map[string]int, sites map[string][]site) {
+	m := newModel(s)
+	per, sites = map[string]int{}, map[string][]site{}
+	for name, f := range s.funcs {
+		if !isTestEntry(name) {
+			continue
+		}
+		v := &visitor{}
+		c := m.funcChecks(f.decl, v)
+		per[name] = c.live
+		total += c.live
+		sites[name] = v.sites
+	}
+	return total, per, sites
+}
+
+// goDisabledAssertions compares the assertion checks the changed Go tests
+// execute (see goast.go), base against head, across the whole change: a
+// check moved to another test or file, into a table or a helper, still
+// counts. When fewer run at the head and the base assertions with no
+// counterpart at the head account for the loss, each is reported at its
+// base line; otherwise (a table lost cases, a helper is called less) each
+// test that runs fewer checks is.
+func goDisabledAssertions(fs []*testFile, base, head *goSide) []Failure {
+	bt, bper, bsites := sideChecks(base)
+	ht, hper, hsites := sideChecks(head)
+	if ht >= bt {
+		return nil
+	}
+	texts := map[string]int{}
+	for _, ss := range hsites {
+		for _, s := range ss {
+			if s.live {
+				texts[head.source(s.call)]++
+			}
+		}
+	}
+	type at struct {
+		path string
+		line int
+		name string
+	}
+	var missing []at
+	removed := 0 // the checks the unmatched sites ran
+	for name, ss := range bsites {
+		for _, s := range ss {
+			if !s.live {
+				continue
+			}
+			src := base.source(s.call)
+			if texts[src] > 0 {
+				texts[src]--
+				continue
+			}
+			missing = append(missing, at{base.funcs[name].path, base.line(s.call.Pos()), src})
+			removed += s.weight
+		}
+	}
+	slices.SortFunc(missing, func(a, b at) int {
+		if c := strings.Compare(a.path, b.path); c != 0 {
+			return c
+		}
+		return a.line - b.line
+	})
+	var out []Failure
+	if removed != bt-ht {
+		// The unmatched assertions do not account for the loss: they
+		// were rewritten (into a table, a helper) and something else
+		// shrank. Blame the tests instead.
+		missing = nil
+	}
+	for _, m := range missing {
+		out = append(out, Failure{Gate: GateForbidden, Pattern: envelope.PatternDisabledAssertions, File: m.path, Line: m.line,
+			Detail: fmt.Sprintf("assertion removed or no longer run (line %d of the base version): %s; the changed tests run %d assertion check(s), %d at the base", m.line, m.name, ht, bt)})
+	}
+	if len(out) > 0 {
+		return out
+	}
+	var names []string
+	for name := range bper {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if hper[name] >= bper[name] {
+			continue
+		}
+		f, s := head.funcs[name], head
+		if f == nil {
+			f, s = base.funcs[name], base
+		}
+		out = append(out, Failure{Gate: GateForbidden, Pattern: envelope.PatternDisabledAssertions, File: f.path, Line: s.line(f.decl.Pos()),
+			Detail: fmt.Sprintf("%s runs %d assertion check(s), %d at the base (a table or loop lost cases)", name, hper[name], bper[name])})
+	}
+	if len(out) == 0 && len(fs) > 0 {
+		out = append(out, Failure{Gate: GateForbidden, Pattern: envelope.PatternDisabledAssertions, File: fs[0].path, Line: firstChange(fs[0]),
+			Detail: fmt.Sprintf("the changed tests run %d assertion check(s), %d at the base", ht, bt)})
+	}
+	return out
 }

@@ -2,7 +2,8 @@
 // changed paths must lie inside the task's write scope and outside every
 // sealed path; the diff must not match a forbidden pattern (deleted tests,
 // disabled assertions, added skip markers, emptied test files — for Go,
-// Python and JS/TS test files); every check command must exit 0 within its
+// Python and JS/TS test files — and, for Go, tests that bypass their own
+// assertions: see bypass.go); every check command must exit 0 within its
 // timeout in a scratch worktree of the candidate. Gates are run by apiary,
 // never by the agent, and each failure is a typed reason naming the gate,
 // the file and the line.
@@ -212,8 +213,8 @@ func Forbidden(ctx context.Context, repo *git.Repo, base, commit string, changes
 	var paths []string
 	files := map[string]*testFile{}
 	for _, ch := range changes {
-		l := testLang(ch.Path)
-		if l == langNone {
+		l := TestFileLang(ch.Path)
+		if l == LangNone {
 			continue
 		}
 		paths = append(paths, ch.Path)
@@ -255,10 +256,10 @@ func Forbidden(ctx context.Context, repo *git.Repo, base, commit string, changes
 	for _, p := range paths {
 		f := files[p]
 		if b, ok := olds[p]; ok {
-			f.old = codeLines(string(b), f.lang)
+			f.old, f.oldSrc = codeLines(string(b), f.lang), b
 		}
 		if b, ok := news[p]; ok {
-			f.new = codeLines(string(b), f.lang)
+			f.new, f.newSrc = codeLines(string(b), f.lang), b
 		}
 		list = append(list, f)
 	}

@@ -55,9 +55,10 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
-// RunTool runs t in its own process group, stdout captured, stderr to the
-// log; the group is killed when ctx ends or the timeout passes, and any
-// process left in it is killed when the command exits. A non-zero exit is
+// RunTool runs t in a scope of its own (the tracker ctx carries; see
+// package proc), stdout captured, stderr to the log; the scope is killed
+// when ctx ends or the timeout passes, and any process left in it is
+// killed when the command exits. A non-zero exit is
 // a result; the error is for a command that cannot start, ctx ending, or
 // output over the limit.
 func RunTool(ctx context.Context, t Tool) (ToolResult, error) {
@@ -78,17 +79,34 @@ func RunTool(ctx context.Context, t Tool) (ToolResult, error) {
 		defer cancel()
 	}
 	out := &limitedBuffer{max: maxStdout}
-	cmd := exec.CommandContext(runCtx, t.Argv[0], t.Argv[1:]...)
+	// Stdout through a pipe of our own, copied here: Wait returns when the
+	// command exits, whatever it left holding the pipe.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return res, fmt.Errorf("%w: %v", ErrTool, err)
+	}
+	cmd := exec.Command(t.Argv[0], t.Argv[1:]...)
 	cmd.Dir, cmd.Env = t.Dir, t.Env
 	cmd.Stdin = nil
-	cmd.Stdout, cmd.Stderr = out, logf
-	setProcessGroup(cmd)
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		return res, fmt.Errorf("%w: starting %s: %v", ErrTool, t.Argv[0], err)
+	cmd.Stdout, cmd.Stderr = pw, logf
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(out, pr)
+	}()
+	err = runInScope(runCtx, cmd, "tool-"+filepath.Base(t.Argv[0]))
+	pw.Close()
+	select {
+	case <-copied: // the scope is empty now: nothing holds the pipe
+	case <-time.After(time.Second): // but a process that escaped it might
+		pr.Close()
+		<-copied
 	}
-	err = cmd.Wait()
-	killGroup(cmd)
+	pr.Close()
+	var se *scopeStartError
+	if errors.As(err, &se) {
+		return res, fmt.Errorf("%w: starting %s: %v", ErrTool, t.Argv[0], se.err)
+	}
 	var ee *exec.ExitError
 	switch {
 	case ctx.Err() != nil:

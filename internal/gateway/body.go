@@ -34,8 +34,7 @@ type meteredBody struct {
 	outcome string
 
 	// strip mode: events are parsed and re-emitted without the usage chunk.
-	parser  *sse.Parser
-	scratch []byte
+	parser *sse.Parser
 
 	// resume mode (Anthropic Messages streams, see resume.go): tracker
 	// follows what the client received; after a cut, splice rewrites the
@@ -123,19 +122,11 @@ func (b *meteredBody) Read(p []byte) (int, error) {
 // rewrite re-emits the SSE events in chunk, dropping the usage-only chunk.
 func (b *meteredBody) rewrite(chunk []byte) {
 	_ = b.parser.Feed(chunk, func(ev sse.Event) {
-		if llmapi.IsUsageOnlyChunk([]byte(ev.Data)) {
+		data := []byte(ev.Data)
+		if llmapi.IsUsageOnlyChunk(data) {
 			return
 		}
-		b.scratch = b.scratch[:0]
-		if ev.Type != "" {
-			b.scratch = append(b.scratch, "event: "...)
-			b.scratch = append(b.scratch, ev.Type...)
-			b.scratch = append(b.scratch, '\n')
-		}
-		b.scratch = append(b.scratch, "data: "...)
-		b.scratch = append(b.scratch, ev.Data...)
-		b.scratch = append(b.scratch, '\n', '\n')
-		b.pending = append(b.pending, b.scratch...)
+		b.pending = sse.AppendEvent(b.pending, ev.Type, data)
 	})
 }
 
@@ -176,8 +167,8 @@ type resumeResult struct {
 	err  error
 }
 
-// pingEvent is Anthropic's keep-alive event.
-const pingEvent = "event: ping\ndata: {\"type\": \"ping\"}\n\n"
+// appendPing appends Anthropic's keep-alive event to b.
+func appendPing(b []byte) []byte { return sse.AppendEvent(b, "ping", []byte(`{"type": "ping"}`)) }
 
 // awaitResume waits for the continuation, sending pings meanwhile. It
 // returns when there is something to read (a ping, or the continuation's
@@ -202,7 +193,7 @@ func (b *meteredBody) awaitResume() {
 		b.splice = &splicer{open: t.open, next: t.next, preOut: int64(t.text.Len()+3) / 4}
 		b.g.metrics.resumed.WithLabelValues(b.c.up.name).Inc()
 	case <-tick.C:
-		b.pending = append(b.pending, pingEvent...)
+		b.pending = appendPing(b.pending)
 	case <-b.ctx.Done():
 		b.cancelResume()
 		r := <-b.resuming

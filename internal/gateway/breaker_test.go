@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,5 +127,53 @@ func TestStreamingFramings(t *testing.T) {
 		if r.OutputTokens == 0 || r.Estimated || r.Outcome != "ok" || !r.Stream {
 			t.Errorf("row %+v", r)
 		}
+	}
+}
+
+// TestCapacityRefusalQueues: an upstream with a concurrency cap answers 529
+// beyond it. The gateway takes those refusals for what they are: its
+// concurrency limit drops to the cap at once, the refused requests queue for
+// a slot, and the breaker, which would open on their failure rate, does not
+// count them. Every request succeeds and the cap is hit a few times, not
+// every few requests.
+func TestCapacityRefusalQueues(t *testing.T) {
+	t.Parallel()
+	fs, up := fake(t, llmfake.Config{Format: llmfake.FormatAnthropic, MaxConcurrent: 2, Faults: llmfake.Faults{Latency: 20 * time.Millisecond}})
+	g := start(t, Config{Upstreams: []Upstream{{Name: "a", URL: up, Provider: llmapi.Anthropic}},
+		BreakerFailFast: true, BreakerMin: 5, AIMDCooldown: time.Minute})
+	const agents, turns = 16, 4
+	c := noKeepAlive(t)
+	errs := make(chan string, agents*turns)
+	var wg sync.WaitGroup
+	for range agents {
+		wg.Go(func() {
+			for range turns {
+				if st, body, _ := post(t, c, g.URL+"/v1/messages", smallBody); st != 200 {
+					errs <- fmt.Sprintf("%d %s", st, body)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	us := g.Stats().Upstreams[0]
+	// (In the first burst requests reach the upstream in any order, so the
+	// limit may have been cut to 1; it stays there for the cooldown.)
+	if us.Breaker != "closed" || us.ConcurrencyLimit > 2 {
+		t.Errorf("breaker %s, concurrency limit %d: want closed, at most the cap", us.Breaker, us.ConcurrencyLimit)
+	}
+	// The first burst meets the cap (14 refused at most). Each refusal cuts
+	// the limit to what was in flight when it was sent, so on a loaded
+	// machine, where the burst's refusals come back out of order, retries
+	// of the first ones may go before the last has cut the limit to the
+	// cap and meet it once more. After that the limit holds at the cap,
+	// which is probed again only after the cooldown: refusals do not recur
+	// through the 64 turns. (An idle machine sees 1–4 in all; a loaded one
+	// up to 32.)
+	if n := fs.Stats().Total.Overloaded; n > 2*agents {
+		t.Errorf("the cap refused %d requests: more than a first burst and its echo", n)
 	}
 }

@@ -166,6 +166,15 @@ func (b *budgets) reserve(id *identity, usd, tokens int64) (*holds, error) {
 	return hs, nil
 }
 
+// charge adds spend that was never reserved (a WebSocket response, metered
+// as it ends) to every budget that applies. What does not fit a budget is
+// its overrun, and the budget is left spent: the next reservation fails.
+func (b *budgets) charge(id *identity, usd, tokens int64) {
+	if hs, err := b.reserve(id, 0, 0); err == nil {
+		hs.commit(usd, tokens)
+	}
+}
+
 // commit settles every hold with the real spend.
 func (hs *holds) commit(usd, tokens int64) {
 	for i, h := range hs.h {

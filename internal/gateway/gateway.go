@@ -23,6 +23,12 @@
 // OpenAI chat streams that lack it and removes the extra usage chunk before
 // the client sees the stream. Every request leaves one ledger row.
 //
+// A WebSocket upgrade (the Responses API over a WebSocket, as Codex opens
+// it) is proxied as it is, without pacing or retries, and without the
+// client's compression offer; each response on it is metered from the
+// server's frames and leaves a ledger row of its own, charged to the
+// budgets as it ends, and the session one more (see serveUpgrade).
+//
 // The gateway's own endpoints are GET /_apiary/stats (JSON), GET
 // /_apiary/health and GET /metrics (Prometheus).
 package gateway

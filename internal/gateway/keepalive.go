@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/llmapi"
+	"github.com/apiary-dev/apiary/internal/sse"
 )
 
 // keepAlive holds a streaming client's connection open while its request
@@ -33,9 +34,9 @@ func keepAliveFrame(p llmapi.Provider, info llmapi.RequestInfo) []byte {
 		return nil
 	}
 	if p == llmapi.Anthropic {
-		return []byte(pingEvent)
+		return appendPing(nil)
 	}
-	return []byte(": keep-alive\n\n")
+	return sse.AppendComment(nil, "keep-alive")
 }
 
 // startKeepAlive begins keeping c's client alive, once; it reports whether

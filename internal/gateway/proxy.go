@@ -276,6 +276,10 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 		if res != nil {
 			res.Sent(sent) // a carried retry's send replaces the first
 		}
+		sentWith := 0 // requests in flight as this one goes, its own included
+		if up.gate != nil {
+			sentWith = up.gate.InFlight()
+		}
 		resp, err := g.cfg.Transport.RoundTrip(attempt)
 		if err == nil && resp.StatusCode < 400 && !c.info.Stream {
 			// Buffer a JSON answer whole, so that a connection that breaks
@@ -329,9 +333,21 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 		g.metrics.inflight.WithLabelValues(up.name).Dec()
 		ticket.Release()
 		f := llmapi.Classify(c.prov, resp.StatusCode, resp.Header, errBody, now)
+		// A refusal for capacity while other requests of ours were in
+		// flight is a concurrency cap speaking (or an overload, which
+		// fewer requests in flight relieve as well): the concurrency
+		// limit drops below what was in flight, and the retry queues for
+		// a slot instead of backing off blind. Alone in flight, it is the
+		// upstream's overload: the breaker counts it and the retry backs
+		// off. (Requests sent together reach the server in any order, so
+		// in a burst the measure may be one or two short; the limit then
+		// grows back, after AIMD's cooldown.)
+		capRefused := f.Class == llmapi.ClassOverloaded && f.RetryAfter <= 0 && sentWith > 1 && up.aimd != nil
 		if permit != nil {
-			switch f.Class {
-			case llmapi.ClassServer, llmapi.ClassOverloaded, llmapi.ClassTimeout:
+			switch {
+			case capRefused:
+				permit.Cancel() // says nothing of the upstream's health
+			case f.Class == llmapi.ClassServer || f.Class == llmapi.ClassOverloaded || f.Class == llmapi.ClassTimeout:
 				permit.Record(now, false)
 			default:
 				permit.Record(now, true) // the upstream answered sensibly
@@ -343,7 +359,16 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 		if f.Class == llmapi.ClassSpendLimit {
 			sig = sched.Neutral
 		}
-		g.aimdRecord(up, now, sig, ttfb)
+		// queued: the limit is now below what was in flight, so the gate
+		// holds the retry until a slot frees.
+		queued := false
+		if capRefused {
+			limit := up.aimd.Refused(now, sentWith)
+			g.metrics.concLimit.WithLabelValues(up.name).Set(float64(limit))
+			queued = limit < sentWith
+		} else {
+			g.aimdRecord(up, now, sig, ttfb)
+		}
 		figures := rl.Requests.Known || rl.Tokens.Known || rl.InputTokens.Known || rl.OutputTokens.Known
 		rateLimited := f.Class == llmapi.ClassRateLimit && f.AccountWide
 		if res != nil {
@@ -395,6 +420,13 @@ func (g *Gateway) roundTrip(req *http.Request) (*http.Response, error) {
 					waited += d
 				}
 			}
+			continue
+		}
+		if queued && c.attempts < g.cfg.MaxAttempts {
+			// The place in the window is carried; the gate, now smaller,
+			// holds the retry until a slot frees.
+			g.metrics.retries.WithLabelValues(up.name, "capacity").Inc()
+			g.log.Info("retrying", "request_id", c.reqID, "upstream", up.name, "agent", c.id.agent, "attempt", c.attempts, "reason", "capacity", "status", resp.StatusCode, "in_flight", sentWith)
 			continue
 		}
 		if f.Retryable && f.RetryAfter <= g.cfg.MaxRetryWait {
@@ -474,14 +506,22 @@ func (g *Gateway) pace(ctx context.Context, c *call, cost sched.Cost, prio bool)
 }
 
 // retryDelay decides whether attempt c.attempts may be followed by another
-// and how long to wait first.
+// and how long to wait first. A backoff of our own choosing (no
+// retry-after) never takes the retry past the time the client is expected
+// to give up (nine tenths of ClientPatience after the request came): a
+// retry the client is no longer there for is wasted.
 func (g *Gateway) retryDelay(c *call, retryAfter, waited time.Duration) (time.Duration, bool) {
 	if c.attempts >= g.cfg.MaxAttempts {
 		return 0, false
 	}
 	// Next counts the retries already made: none before the first retry,
 	// whose backoff bound is then the base.
-	return c.up.backoff.Next(c.attempts-1, retryAfter, waited)
+	d, ok := c.up.backoff.Next(c.attempts-1, retryAfter, waited)
+	if ok && retryAfter <= 0 && g.cfg.ClientPatience > 0 {
+		left := c.start.Add(g.cfg.ClientPatience * 9 / 10).Sub(g.now())
+		d = min(d, max(left, 0))
+	}
+	return d, ok
 }
 
 func (g *Gateway) aimdRecord(up *upstream, now time.Time, s sched.Signal, ttfb time.Duration) {

@@ -146,12 +146,11 @@ func continuationBody(orig []byte, prefill string) ([]byte, error) {
 
 // splicer rewrites a continuation stream into the client's stream.
 type splicer struct {
-	parser  sse.Parser
-	open    int   // the client's open block, which the first text block continues; -1 if none
-	next    int   // client index of the continuation's block 0 when none is open
-	preOut  int64 // output tokens streamed before the cut (estimated)
-	input   llmapi.Usage
-	scratch []byte
+	parser sse.Parser
+	open   int   // the client's open block, which the first text block continues; -1 if none
+	next   int   // client index of the continuation's block 0 when none is open
+	preOut int64 // output tokens streamed before the cut (estimated)
+	input  llmapi.Usage
 }
 
 func (s *splicer) clientIndex(i int) int {
@@ -194,16 +193,7 @@ func (s *splicer) feed(p []byte, out []byte) ([]byte, error) {
 			}
 			data, _ = json.Marshal(m)
 		}
-		s.scratch = s.scratch[:0]
-		if ev.Type != "" {
-			s.scratch = append(s.scratch, "event: "...)
-			s.scratch = append(s.scratch, ev.Type...)
-			s.scratch = append(s.scratch, '\n')
-		}
-		s.scratch = append(s.scratch, "data: "...)
-		s.scratch = append(s.scratch, data...)
-		s.scratch = append(s.scratch, '\n', '\n')
-		out = append(out, s.scratch...)
+		out = sse.AppendEvent(out, ev.Type, data)
 	})
 	return out, err
 }

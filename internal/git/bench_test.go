@@ -244,23 +244,26 @@ func BenchmarkWorktreePool10k(b *testing.B) {
 			}
 			p.trace = func(step string, d time.Duration) { steps[step] = append(steps[step], d) }
 			var acq, rel []time.Duration
+			var acqT, relT []timing
 			i := 0
 			b.ReportAllocs()
 			for b.Loop() {
 				branch := fmt.Sprintf("apiary/bench/%s%d", bc.name, i)
-				start := time.Now()
-				w, err := p.Acquire(ctx, Checkout{Base: chain[i%len(chain)], Branch: branch, Sparse: bc.sparse})
+				var w *PooledWorktree
+				ta := measure(p, func() {
+					w, err = p.Acquire(ctx, Checkout{Base: chain[pingPong(i, len(chain))], Branch: branch, Sparse: bc.sparse})
+				})
 				if err != nil {
 					b.Fatal(err)
 				}
-				acq = append(acq, time.Since(start))
+				acq, acqT = append(acq, ta.wall), append(acqT, ta)
 				b.StopTimer()
 				attempt(b, w.Path(), i, bc.dirs)
-				start = time.Now()
-				if err := w.Release(ctx); err != nil {
+				tr := measure(p, func() { err = w.Release(ctx) })
+				if err != nil {
 					b.Fatal(err)
 				}
-				rel = append(rel, time.Since(start))
+				rel, relT = append(rel, tr.wall), append(relT, tr)
 				if err := r.DeleteBranch(ctx, branch); err != nil {
 					b.Fatal(err)
 				}
@@ -273,6 +276,16 @@ func BenchmarkWorktreePool10k(b *testing.B) {
 			}
 			reportQuantiles(b, "", acq)
 			reportQuantiles(b, "release-", rel)
+			// The acquisitions' own work: their time on a CPU, this
+			// process's and git's, which is what their wall time would
+			// be on a machine with a CPU free for them.
+			var work []time.Duration
+			for _, t := range acqT {
+				work = append(work, t.cpu)
+			}
+			reportQuantiles(b, "cpu-", work)
+			logTail(b, "acquire", acqT)
+			logTail(b, "release", relT)
 			for _, k := range slices.Sorted(maps.Keys(steps)) {
 				s := slices.Sorted(slices.Values(steps[k]))
 				b.Logf("step %-8s p50 %6.2f ms  p99 %6.2f ms", k, float64(s[len(s)/2])/1e6, float64(s[len(s)*99/100])/1e6)
@@ -306,9 +319,30 @@ func BenchmarkWorktreePool10k(b *testing.B) {
 	})
 }
 
+// pingPong walks 0, 1, …, n-1, n-2, …, 0, 1, …: each step to a neighbour
+// in the chain, whose commits differ by at most the files one rewrote (a
+// wrap from the last back to the first would change them all at once).
+func pingPong(i, n int) int {
+	if n < 2 {
+		return 0
+	}
+	k := i % (2 * (n - 1))
+	if k >= n {
+		k = 2*(n-1) - k
+	}
+	return k
+}
+
 func logLoad(b *testing.B) {
 	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
 		b.Logf("load average at the end: %s", strings.TrimSpace(string(la)))
+	}
+	// Pressure stall information: the share of time some (or all) tasks
+	// waited for a CPU or the disk, machine-wide.
+	for _, r := range []string{"cpu", "io"} {
+		if psi, err := os.ReadFile("/proc/pressure/" + r); err == nil {
+			b.Logf("%s pressure at the end: %s", r, strings.Join(strings.Fields(string(psi)), " "))
+		}
 	}
 }
 

@@ -85,6 +85,11 @@ type CommitOptions struct {
 	// Exclude lists paths (relative to the worktree root) never staged, such
 	// as apiary's own ".apiary" directory inside a task's worktree.
 	Exclude []string
+	// Sparse: the worktree is a sparse checkout; what its user created
+	// outside the cone is staged too (git add --sparse), where git would
+	// refuse the whole commit. Tracked files outside the cone stay as they
+	// are in the index.
+	Sparse bool
 }
 
 // CommitAll stages everything in the working tree — modified, deleted and
@@ -95,7 +100,11 @@ func (r *Repo) CommitAll(ctx context.Context, opt CommitOptions) (string, error)
 	if strings.TrimSpace(opt.Message) == "" {
 		return "", fmt.Errorf("%w: empty commit message", ErrBadArgument)
 	}
-	if _, _, err := r.run(ctx, call{args: []string{"add", "--all", "--", "."}}); err != nil {
+	add := []string{"add", "--all", "--", "."}
+	if opt.Sparse {
+		add = []string{"add", "--all", "--sparse", "--", "."}
+	}
+	if _, _, err := r.run(ctx, call{args: add}); err != nil {
 		return "", err
 	}
 	// Then put the excluded paths back as HEAD has them. Naming them in

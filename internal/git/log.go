@@ -87,6 +87,10 @@ func (r *Repo) SyncWorktree(ctx context.Context, to string) error {
 	if err := checkRev(to); err != nil {
 		return err
 	}
+	// A touched file whose content is unchanged must not block the move.
+	if err := r.RefreshIndex(ctx); err != nil {
+		return err
+	}
 	cur, err := r.out(ctx, "write-tree")
 	if err != nil {
 		return err

@@ -129,27 +129,13 @@ func (e treeEntry) isTree() bool { return e.mode == 0o40000 }
 // parseTree decodes a tree object's entries ("<octal mode> <name>\0<raw
 // id>"), whose ids are hashLen bytes. Names and ids share one copy of data.
 func parseTree(raw []byte, hashLen int) ([]treeEntry, error) {
-	data := string(raw)
-	out := make([]treeEntry, 0, len(data)/(hashLen+16))
-	for len(data) > 0 {
-		sp := strings.IndexByte(data, ' ')
-		if sp <= 0 {
-			return nil, errors.New("git: malformed tree entry mode")
-		}
-		var mode uint32
-		for _, c := range []byte(data[:sp]) {
-			if c < '0' || c > '7' {
-				return nil, errors.New("git: malformed tree entry mode")
-			}
-			mode = mode<<3 | uint32(c-'0')
-		}
-		data = data[sp+1:]
-		nul := strings.IndexByte(data, 0)
-		if nul <= 0 || len(data) < nul+1+hashLen {
-			return nil, errors.New("git: malformed tree entry name")
-		}
-		out = append(out, treeEntry{name: data[:nul], mode: mode, oid: data[nul+1 : nul+1+hashLen]})
-		data = data[nul+1+hashLen:]
+	t, err := newTree(raw, hashLen)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]treeEntry, t.len())
+	for i := range out {
+		out[i] = t.at(i)
 	}
 	return out, nil
 }

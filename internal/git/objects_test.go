@@ -65,3 +65,28 @@ func TestCone(t *testing.T) {
 		t.Errorf("the top directory: %v %v, want no cone", c, err)
 	}
 }
+
+// TestCompareTreeKeys: the allocation-free comparison orders entries as
+// comparing their names with a "/" after each tree's does (git's order).
+func TestCompareTreeKeys(t *testing.T) {
+	t.Parallel()
+	key := func(e treeEntry) string {
+		if e.isTree() {
+			return e.name + "/"
+		}
+		return e.name
+	}
+	names := []string{"a", "a-b", "a.c", "a/", "a0", "ab", "b", "-", ".", "a/b", "aa", "a\xff"}
+	for _, x := range names {
+		for _, y := range names {
+			for _, mx := range []uint32{0o100644, 0o40000} {
+				for _, my := range []uint32{0o100644, 0o40000} {
+					a, b := treeEntry{name: x, mode: mx}, treeEntry{name: y, mode: my}
+					if got, want := compareTreeKeys(a, b), strings.Compare(key(a), key(b)); got != want {
+						t.Errorf("compareTreeKeys(%q %o, %q %o) = %d, want %d", x, mx, y, my, got, want)
+					}
+				}
+			}
+		}
+	}
+}

@@ -55,6 +55,13 @@ type Checkout struct {
 	// those directly inside each directory's parents, and everything under
 	// each directory. Empty checks out everything.
 	Sparse []string
+	// Path, if set, is where the worktree is to be, instead of a directory
+	// of the pool's choosing: nothing may be there, and its parent must be
+	// on the pool directory's file system (a reused worktree is moved there,
+	// as `git worktree move` does, and back on release). A process that
+	// dies holding a worktree moved to Path leaves it registered there, for
+	// the caller to remove as it would a `git worktree add` of its own.
+	Path string
 }
 
 // WorktreePool provides linked worktrees of one repository at chosen
@@ -139,7 +146,8 @@ type PoolStats struct {
 
 // slot is one worktree of the pool.
 type slot struct {
-	path      string
+	path      string // its home in the pool's directory
+	at        string // where it is while acquired with a Checkout.Path; "" at home
 	admin     string // its administrative directory in the common git dir
 	gitlink   []byte // the worktree's .git file, as git wrote it
 	gitdir    []byte // admin/gitdir, as git wrote it
@@ -223,7 +231,7 @@ func (p *WorktreePool) init(ctx context.Context) error {
 	p.objects = newObjectReader(p.repo)
 	p.refs = newRefUpdater(p.repo)
 	p.conv = newConversions(p.repo, p.common)
-	p.trees.init(4096)
+	p.trees.init(32 << 20)
 	return p.removeLeftovers(ctx)
 }
 
@@ -235,6 +243,12 @@ func (p *WorktreePool) removeLeftovers(ctx context.Context) error {
 	}
 	for _, w := range wts {
 		if filepath.Dir(w.Path) == p.dir {
+			if w.Locked {
+				// A pool killed inside its `git worktree add` leaves the
+				// new worktree locked ("initializing"), which neither
+				// remove nor prune would touch.
+				_, _, _ = p.repo.run(ctx, call{args: []string{"worktree", "unlock", w.Path}})
+			}
 			if err := p.locked(func() error { return p.repo.WorktreeRemove(ctx, w.Path) }); err != nil {
 				forceRemove(w.Path)
 			}
@@ -285,6 +299,9 @@ func (p *WorktreePool) Acquire(ctx context.Context, co Checkout) (_ *PooledWorkt
 		}
 	}
 	if err := checkRev(co.Base); err != nil {
+		return nil, err
+	}
+	if co.Path, err = checkPath(co.Path); err != nil {
 		return nil, err
 	}
 	cn, err := newCone(co.Sparse)
@@ -357,6 +374,13 @@ func (p *WorktreePool) Acquire(ctx context.Context, co Checkout) (_ *PooledWorkt
 		p.evict(ctx, s)
 		return nil, err
 	}
+	if co.Path != "" {
+		if err = p.moveOut(s, co.Path); err != nil {
+			p.evict(ctx, s)
+			return nil, err
+		}
+		step("move")
+	}
 	p.mu.Lock()
 	p.stats.InUse++
 	if reused {
@@ -365,7 +389,7 @@ func (p *WorktreePool) Acquire(ctx context.Context, co Checkout) (_ *PooledWorkt
 	p.stats.Written += len(pl.write)
 	p.stats.Removed += len(pl.remove)
 	p.mu.Unlock()
-	return &PooledWorktree{pool: p, s: s, commit: commit, branch: co.Branch, reused: reused}, nil
+	return &PooledWorktree{pool: p, s: s, path: s.where(), commit: commit, branch: co.Branch, reused: reused}, nil
 }
 
 // resolve returns the commit base names (hex) and its tree (raw id).
@@ -475,6 +499,9 @@ func (p *WorktreePool) acquireUnpooled(ctx context.Context, co Checkout, commit 
 	path := filepath.Join(p.dir, fmt.Sprintf("wt%d", p.seq))
 	p.seq++
 	p.mu.Unlock()
+	if co.Path != "" {
+		path = co.Path
+	}
 	err := p.locked(func() error {
 		if co.Branch != "" {
 			return p.repo.WorktreeAdd(ctx, path, co.Branch, commit)
@@ -485,7 +512,9 @@ func (p *WorktreePool) acquireUnpooled(ctx context.Context, co Checkout, commit 
 		return nil, err
 	}
 	if cn != nil {
-		args := append([]string{"sparse-checkout", "set", "--cone"}, cn.dirs...)
+		// --skip-checks: a cone directory may name a file (a write scope
+		// entry the caller could not tell apart), which matches nothing.
+		args := append([]string{"sparse-checkout", "set", "--cone", "--skip-checks"}, cn.dirs...)
 		if _, _, err := p.repo.At(path).run(ctx, call{args: args}); err != nil {
 			_ = p.locked(func() error { return p.repo.WorktreeRemove(context.WithoutCancel(ctx), path) })
 			return nil, err
@@ -497,7 +526,7 @@ func (p *WorktreePool) acquireUnpooled(ctx context.Context, co Checkout, commit 
 	p.stats.Unpooled++
 	p.stats.Reason = reason
 	p.mu.Unlock()
-	return &PooledWorktree{pool: p, s: &slot{path: path}, commit: commit, branch: co.Branch}, nil
+	return &PooledWorktree{pool: p, s: &slot{path: path}, path: path, commit: commit, branch: co.Branch}, nil
 }
 
 // enableWorktreeConfig sets extensions.worktreeConfig, which per-worktree

@@ -24,11 +24,7 @@ func (p *WorktreePool) putBack(ctx context.Context, s *slot, reused bool) {
 
 // evict removes a slot's worktree.
 func (p *WorktreePool) evict(ctx context.Context, s *slot) {
-	ctx = context.WithoutCancel(ctx)
-	if err := p.locked(func() error { return p.repo.WorktreeRemove(ctx, s.path) }); err != nil {
-		forceRemove(s.path)
-		_ = p.locked(func() error { return p.repo.WorktreePrune(ctx) })
-	}
+	p.removeAt(ctx, s.where())
 	p.mu.Lock()
 	p.stats.Evicted++
 	p.mu.Unlock()
@@ -82,17 +78,19 @@ func (p *WorktreePool) Close(ctx context.Context) error {
 type PooledWorktree struct {
 	pool     *WorktreePool
 	s        *slot
+	path     string
 	commit   string
 	branch   string
 	reused   bool
 	released atomic.Bool
 }
 
-// Path returns the worktree's directory.
-func (w *PooledWorktree) Path() string { return w.s.path }
+// Path returns the worktree's directory (where it was acquired, also after
+// the release).
+func (w *PooledWorktree) Path() string { return w.path }
 
 // Repo returns a Repo running in the worktree, with the pool's options.
-func (w *PooledWorktree) Repo() *Repo { return w.pool.repo.At(w.s.path) }
+func (w *PooledWorktree) Repo() *Repo { return w.pool.repo.At(w.path) }
 
 // Commit returns the commit checked out.
 func (w *PooledWorktree) Commit() string { return w.commit }
@@ -109,7 +107,7 @@ func (w *PooledWorktree) Reused() bool { return w.reused }
 // an error.
 func (w *PooledWorktree) Release(ctx context.Context) error {
 	if !w.released.CompareAndSwap(false, true) {
-		return fmt.Errorf("%w: worktree %s released twice", ErrBadArgument, w.s.path)
+		return fmt.Errorf("%w: worktree %s released twice", ErrBadArgument, w.path)
 	}
 	p := w.pool
 	p.mu.Lock()
@@ -123,7 +121,11 @@ func (w *PooledWorktree) Release(ctx context.Context) error {
 		p.evict(ctx, w.s)
 		return nil
 	}
-	restored, cleaned, err := p.scrub(w.s)
+	err := p.moveHome(w.s)
+	var restored, cleaned int
+	if err == nil {
+		restored, cleaned, err = p.scrub(w.s)
+	}
 	if err != nil {
 		// Nothing of the user's is lost by removing it; the next
 		// acquisition makes a new one.

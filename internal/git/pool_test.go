@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -60,7 +61,13 @@ func TestWorktreePoolIdentity(t *testing.T) {
 		{Base: f.c2},
 	}
 	for i, co := range steps {
+		if i%3 == 1 {
+			co.Path = filepath.Join(t.TempDir(), "task", "wt")
+		}
 		w := acquire(t, p, co)
+		if co.Path != "" && w.Path() != co.Path {
+			t.Fatalf("step %d: Path() = %s, want %s", i, w.Path(), co.Path)
+		}
 		if want := i > 0; w.Reused() != want {
 			t.Fatalf("step %d: Reused() = %v, want %v", i, w.Reused(), want)
 		}
@@ -467,5 +474,81 @@ func TestWorktreePoolBare(t *testing.T) {
 	}
 	if st := p.Stats(); st.Created != 1 || st.Reused != 2 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestWorktreePoolPath acquires worktrees at a caller's path: git lists
+// them there (and nowhere else) while acquired, the release takes them
+// back, and a caller that removed or occupied the path gets a typed error
+// or an eviction, never a worktree git cannot account for.
+func TestWorktreePoolPath(t *testing.T) {
+	t.Parallel()
+	f := newPoolFixture(t)
+	p := newTestPool(t, f.r, PoolOptions{Size: 2})
+	listed := func() string { return sh(t, f.r.Dir(), nil, "worktree", "list", "--porcelain") }
+	for i, co := range []Checkout{{Base: f.c1, Branch: "p-1"}, {Base: f.c2}, {Base: f.c3, Branch: "p-2", Sparse: []string{"lib"}}} {
+		co.Path = filepath.Join(t.TempDir(), "attempt", "wt")
+		w := acquire(t, p, co)
+		if w.Path() != co.Path || (i > 0) != w.Reused() {
+			t.Fatalf("step %d: at %s (reused %v), want %s", i, w.Path(), w.Reused(), co.Path)
+		}
+		if l := listed(); !strings.Contains(l, "worktree "+co.Path+"\n") || strings.Contains(l, "prunable") {
+			t.Fatalf("step %d: git worktree list:\n%s", i, l)
+		}
+		assertIdentical(t, f.r, w, co)
+		mess(t, w.Path(), nil)
+		must(t, w.Release(t.Context()))
+		if _, err := os.Lstat(co.Path); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("step %d: %s still there after release: %v", i, co.Path, err)
+		}
+		if l := listed(); strings.Contains(l, co.Path) || strings.Contains(l, "prunable") {
+			t.Fatalf("step %d: git worktree list after release:\n%s", i, l)
+		}
+	}
+
+	taken := filepath.Join(t.TempDir(), "taken")
+	must(t, os.Mkdir(taken, 0o755))
+	if _, err := p.Acquire(t.Context(), Checkout{Base: f.c1, Path: taken}); !errors.Is(err, ErrExists) {
+		t.Fatalf("Acquire at an existing directory: %v, want ErrExists", err)
+	}
+
+	// The caller removed the worktree it was given: the release evicts it.
+	gone := filepath.Join(t.TempDir(), "gone")
+	w := acquire(t, p, Checkout{Base: f.c1, Path: gone})
+	must(t, os.RemoveAll(gone))
+	before := p.Stats()
+	must(t, w.Release(t.Context()))
+	if st := p.Stats(); st.Broken != before.Broken+1 || st.Idle != before.Idle {
+		t.Fatalf("stats after releasing a removed worktree: %+v (before %+v)", st, before)
+	}
+	if l := listed(); strings.Contains(l, gone) || strings.Contains(l, "prunable") {
+		t.Fatalf("git worktree list after releasing a removed worktree:\n%s", l)
+	}
+	w = acquire(t, p, Checkout{Base: f.c2, Path: gone})
+	assertIdentical(t, f.r, w, Checkout{Base: f.c2})
+	must(t, w.Release(t.Context()))
+}
+
+// TestWorktreePoolLockedLeftover: a pool killed inside `git worktree add`
+// leaves a locked worktree record with no directory; the next pool on the
+// directory clears it and can make that worktree again.
+func TestWorktreePoolLockedLeftover(t *testing.T) {
+	t.Parallel()
+	f := newPoolFixture(t)
+	dir := filepath.Join(t.TempDir(), "pool")
+	left := filepath.Join(dir, "wt0")
+	sh(t, f.r.Dir(), nil, "worktree", "add", "--quiet", "--detach", left, f.c1)
+	sh(t, f.r.Dir(), nil, "worktree", "lock", "--reason", "initializing", left)
+	must(t, os.RemoveAll(left))
+	p := newTestPool(t, f.r, PoolOptions{Dir: dir})
+	w := acquire(t, p, Checkout{Base: f.c2})
+	if w.Path() != left {
+		t.Fatalf("acquired %s, want the leftover's path %s", w.Path(), left)
+	}
+	assertIdentical(t, f.r, w, Checkout{Base: f.c2})
+	must(t, w.Release(t.Context()))
+	must(t, p.Close(t.Context()))
+	if l := sh(t, f.r.Dir(), nil, "worktree", "list", "--porcelain"); strings.Contains(l, dir) {
+		t.Fatalf("worktrees left in the pool's directory:\n%s", l)
 	}
 }

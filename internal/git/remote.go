@@ -58,6 +58,38 @@ func (r *Repo) RemoteRef(ctx context.Context, remote, ref string) (string, error
 	return "", nil
 }
 
+// RemoteRefs returns the refs of remote whose full names start with prefix
+// ("refs/heads/apiary/"), each with the object id it has there.
+func (r *Repo) RemoteRefs(ctx context.Context, remote, prefix string) (map[string]string, error) {
+	if err := checkRev(remote, prefix); err != nil {
+		return nil, err
+	}
+	// ls-remote matches its patterns against a ref's tail: the prefix is
+	// checked again below, on the full name.
+	out, _, err := r.run(ctx, call{args: []string{"ls-remote", "--refs", remote, prefix + "*"}})
+	if err != nil {
+		return nil, err
+	}
+	refs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		id, name, ok := strings.Cut(line, "\t")
+		if ok && strings.HasPrefix(name, prefix) {
+			refs[name] = id
+		}
+	}
+	return refs, nil
+}
+
+// DeleteRemoteRef deletes ref (a full name) on remote if it is still at
+// old there; otherwise nothing is deleted and the error is a
+// *RefMovedError.
+func (r *Repo) DeleteRemoteRef(ctx context.Context, remote, ref, old string) error {
+	if err := checkRev(ref, old); err != nil {
+		return err
+	}
+	return r.Push(ctx, remote, []string{":" + ref}, PushLease{Ref: ref, Old: old})
+}
+
 // PushLease is a compare-and-swap condition of Push: Ref (a full name) must
 // be at Old on the remote ("" requires that it does not exist).
 type PushLease struct {

@@ -2,6 +2,7 @@ package git
 
 import (
 	"errors"
+	"maps"
 	"path/filepath"
 	"testing"
 )
@@ -60,5 +61,53 @@ func TestRemote(t *testing.T) {
 	}
 	if _, err := Clone(ctx, "-bad", filepath.Join(t.TempDir(), "x"), false, origin.opt); !errors.Is(err, ErrBadArgument) {
 		t.Fatalf("Clone of an option-like url: %v", err)
+	}
+}
+
+// TestRemoteRefs lists a bare remote's refs under a prefix — only those
+// whose full name starts with it — and deletes one only while it is still
+// at the value listed.
+func TestRemoteRefs(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	local := newRepo(t, map[string]string{"a.txt": "a\n"})
+	main0, err := local.RevParse(ctx, "refs/heads/main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	sh(t, filepath.Dir(remote), nil, "init", "--quiet", "--bare", remote)
+	c1 := commitOn(t, local, "work", main0, map[string]string{"b.txt": "b\n"})
+	if err := local.Push(ctx, remote, []string{main0 + ":refs/heads/main", c1 + ":refs/heads/apiary/r1/a-1",
+		main0 + ":refs/heads/apiary/r2/b-2", c1 + ":refs/heads/x/refs/heads/apiary/r3/c-3", c1 + ":refs/heads/apiary-other"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := local.RemoteRefs(ctx, remote, "refs/heads/apiary/")
+	want := map[string]string{"refs/heads/apiary/r1/a-1": c1, "refs/heads/apiary/r2/b-2": main0}
+	if err != nil || !maps.Equal(got, want) {
+		t.Fatalf("RemoteRefs = %v, %v; want %v", got, err, want)
+	}
+	if got, err := local.RemoteRefs(ctx, remote, "refs/heads/none/"); err != nil || len(got) != 0 {
+		t.Fatalf("RemoteRefs of an unused prefix = %v, %v", got, err)
+	}
+	// A stale value: nothing is deleted.
+	var moved *RefMovedError
+	if err := local.DeleteRemoteRef(ctx, remote, "refs/heads/apiary/r1/a-1", main0); !errors.As(err, &moved) || moved.Actual != c1 {
+		t.Fatalf("delete with a stale value: %v", err)
+	}
+	if got, _ := local.RemoteRef(ctx, remote, "refs/heads/apiary/r1/a-1"); got != c1 {
+		t.Fatalf("a delete with a stale value removed the branch (now %q)", got)
+	}
+	if err := local.DeleteRemoteRef(ctx, remote, "refs/heads/apiary/r1/a-1", c1); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := local.RemoteRef(ctx, remote, "refs/heads/apiary/r1/a-1"); got != "" {
+		t.Fatalf("deleted branch still at %s", got)
+	}
+	if got, _ := local.RemoteRef(ctx, remote, "refs/heads/apiary/r2/b-2"); got != main0 {
+		t.Fatalf("another branch went too (now %q)", got)
+	}
+	if err := local.DeleteRemoteRef(ctx, remote, "-x", c1); !errors.Is(err, ErrBadArgument) {
+		t.Fatalf("option-like ref: %v", err)
 	}
 }

@@ -9,8 +9,9 @@
 //     metadata.user_id) and InjectIncludeUsage edits an OpenAI body so its
 //     stream reports usage;
 //   - UsageFromJSON and StreamMeter account tokens from JSON bodies and from
-//     SSE, NDJSON and JSON-array streams fed in arbitrary pieces, and tell a
-//     complete stream from a truncated or errored one;
+//     SSE, NDJSON and JSON-array streams fed in arbitrary pieces (or event
+//     by event, as a WebSocket carries them), and tell a complete stream
+//     from a truncated or errored one;
 //   - ErrorBody and StreamErrorFrame answer clients in their provider's own
 //     error shapes;
 //   - ParseRateLimits, RetryAfter and Classify read rate-limit headers and

@@ -144,6 +144,18 @@ func (m *StreamMeter) Feed(p []byte) {
 	m.err = err
 }
 
+// FeedEvent meters one whole event whose framing the caller has already
+// taken off: the JSON of one event, as one Responses WebSocket text message
+// carries what an SSE event's data would. It reports whether the response
+// is over, by its terminal event or an in-stream error; call Finish then,
+// and meter the next response with a new StreamMeter. A meter is fed either
+// with Feed or with FeedEvent, not both. data is not kept.
+func (m *StreamMeter) FeedEvent(data []byte) (end bool) {
+	m.events++
+	m.handle("", data)
+	return m.terminal || m.errored
+}
+
 // event handles one SSE event.
 func (m *StreamMeter) event(ev sse.Event) {
 	m.events++

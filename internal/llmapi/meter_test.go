@@ -274,3 +274,36 @@ func TestIsUsageOnlyChunk(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamMeterFeedEvent: a Responses stream fed event by event, as a
+// WebSocket carries it, meters as the same stream fed as SSE, and the
+// response ends exactly at its terminal event (or its error).
+func TestStreamMeterFeedEvent(t *testing.T) {
+	t.Parallel()
+	for _, tt := range meterCases {
+		if tt.info.Endpoint != EndpointResponses {
+			continue
+		}
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			evs := sseEvents(t, []byte(tt.stream))
+			m := NewStreamMeter(tt.info)
+			endAt := -1
+			for i, ev := range evs {
+				if m.FeedEvent([]byte(ev.Data)) && endAt < 0 {
+					endAt = i
+				}
+			}
+			wantEnd := len(evs) - 1
+			if tt.want.Outcome == OutcomeTruncated {
+				wantEnd = -1
+			}
+			if endAt != wantEnd {
+				t.Errorf("ended at event %d of %d, want %d", endAt, len(evs), wantEnd)
+			}
+			if got := m.Finish(tt.eof); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/strictyaml"
@@ -338,4 +339,22 @@ func (d *jsonDuration) UnmarshalText(b []byte) error {
 	}
 	*d = jsonDuration(ms * float64(time.Millisecond))
 	return nil
+}
+
+// ParseStatuses reads a comma-separated list of 5xx statuses (for
+// Faults.ErrorStatuses); empty entries are skipped.
+func ParseStatuses(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 500 || n > 599 {
+			return nil, fmt.Errorf("%q is not a 5xx status", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

@@ -156,6 +156,8 @@ func (wc *wsConn) run(ww *wsWriter, body []byte) (ok bool) {
 	x.key = apiKey(r)
 	x.newRequestID()
 	x.serve()
+	x.finish()
+	ww.sendFinal()
 	return true
 }
 
@@ -217,6 +219,9 @@ type wsWriter struct {
 
 	respID string            // from response.completed / incomplete
 	output []json.RawMessage // its output items
+	// final is the terminal event, held back until the exchange has been
+	// recorded, so that a client that has read it sees it in the stats.
+	final []byte
 }
 
 var _ http.Flusher = (*wsWriter)(nil)
@@ -244,7 +249,10 @@ func (w *wsWriter) Write(b []byte) (int, error) {
 		if w.err != nil {
 			return
 		}
-		w.note([]byte(ev.Data))
+		if w.note([]byte(ev.Data)) {
+			w.final = []byte(ev.Data)
+			return
+		}
 		w.err = w.c.Write(w.ctx, websocket.MessageText, []byte(ev.Data))
 	})
 	if err == nil {
@@ -259,8 +267,9 @@ func (w *wsWriter) Write(b []byte) (int, error) {
 // Flush is a no-op: every complete event is sent as soon as it is written.
 func (w *wsWriter) Flush() {}
 
-// note keeps the id and output of the final response event.
-func (w *wsWriter) note(data []byte) {
+// note keeps the id and output of the final response event and says
+// whether data is a terminal event.
+func (w *wsWriter) note(data []byte) bool {
 	var ev struct {
 		Type     string `json:"type"`
 		Response struct {
@@ -269,11 +278,22 @@ func (w *wsWriter) note(data []byte) {
 		} `json:"response"`
 	}
 	if json.Unmarshal(data, &ev) != nil {
-		return
+		return false
 	}
 	switch ev.Type {
 	case "response.completed", "response.incomplete":
 		w.respID, w.output = ev.Response.ID, ev.Response.Output
+		return true
+	case "response.failed":
+		return true
+	}
+	return false
+}
+
+// sendFinal sends the held-back terminal event.
+func (w *wsWriter) sendFinal() {
+	if w.final != nil && w.err == nil {
+		w.err = w.c.Write(w.ctx, websocket.MessageText, w.final)
 	}
 }
 

@@ -3,10 +3,13 @@
 package mcpserver_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,7 +107,94 @@ func BenchmarkSafeWriteRoutes(b *testing.B) {
 			b.ReportMetric(float64((selfCPU()-c0).Microseconds())/float64(b.N)/1000, "client-cpu-ms/op")
 			b.ReportMetric(float64((procCPU(cmd.Process.Pid)-s0).Microseconds())/float64(b.N)/1000, "server-cpu-ms/op")
 		})
+		// The same real `apiary mcp` with a client as small as one can be:
+		// encoding/json makes each request's line, and the reply line is
+		// read back whole. What is left is the server and the pipe.
+		b.Run("raw-stdio/"+sz.name, func(b *testing.B) {
+			c := startRawStdio(b, apiaryCmd(b, b.TempDir(), srvOpts{}, "mcp"))
+			c0, s0 := selfCPU(), procCPU(c.pid)
+			benchLoop(b, sz.n, func(i int) error {
+				return c.call(i, "rw.safe_write", map[string]any{"path": fmt.Sprintf("f%d.txt", i%16), "content": content, "mode": "overwrite"})
+			})
+			b.ReportMetric(float64((selfCPU()-c0).Microseconds())/float64(b.N)/1000, "client-cpu-ms/op")
+			b.ReportMetric(float64((procCPU(c.pid)-s0).Microseconds())/float64(b.N)/1000, "server-cpu-ms/op")
+		})
 	}
+}
+
+// rawStdio is a minimal MCP client of a stdio server: newline-delimited
+// JSON-RPC written and read by hand.
+type rawStdio struct {
+	in  io.WriteCloser
+	out *bufio.Reader
+	pid int
+}
+
+func startRawStdio(b *testing.B, cmd *exec.Cmd) *rawStdio {
+	b.Helper()
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { in.Close(); _ = cmd.Wait() })
+	c := &rawStdio{in: in, out: bufio.NewReaderSize(out, 1<<20), pid: cmd.Process.Pid}
+	if _, err := c.roundTrip(map[string]any{"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": map[string]any{
+		"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "bench", "version": "1"}}}); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+func (c *rawStdio) send(msg any) error {
+	line, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	_, err = c.in.Write(append(line, '\n'))
+	return err
+}
+
+func (c *rawStdio) roundTrip(msg any) ([]byte, error) {
+	if err := c.send(msg); err != nil {
+		return nil, err
+	}
+	return c.out.ReadBytes('\n')
+}
+
+// call makes one tools/call and fails unless the tool succeeded.
+func (c *rawStdio) call(id int, tool string, args map[string]any) error {
+	line, err := c.roundTrip(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
+	if err != nil {
+		return err
+	}
+	var reply struct {
+		ID     int `json:"id"`
+		Result *struct {
+			IsError bool `json:"isError"`
+		} `json:"result"`
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	switch err := json.Unmarshal(line, &reply); {
+	case err != nil:
+		return fmt.Errorf("reply %.200q: %w", line, err)
+	case reply.Error != nil:
+		return fmt.Errorf("call %d: %s", id, reply.Error.Message)
+	case reply.ID != id || reply.Result == nil || reply.Result.IsError:
+		return fmt.Errorf("call %d: reply %.300s", id, line)
+	}
+	return nil
 }
 
 // selfCPU is this process's user+system CPU time so far.

@@ -15,7 +15,7 @@
 // Defaults applied by Parse: max_parallel 4, deps kind data, forbidden all
 // built-in patterns, estimate_s 60, lease_s 30, check_timeout_s 600; an
 // empty integration_branch means the repository's current branch, which
-// CheckRepo resolves. Built-in agent profiles: claude, codex, gemini, aider.
+// CheckRepo resolves. Built-in agent profiles: claude, codex, gemini, opencode, aider.
 package plan
 
 import (
@@ -48,10 +48,13 @@ type Plan struct {
 	Version           int
 	IntegrationBranch string // "" means the current branch; see CheckRepo
 	MaxParallel       int
-	Sealed            []string // plan-wide sealed paths (also merged into each task's)
-	Agents            map[string]Agent
-	Groups            []Group
-	Tasks             []*Task
+	// IntentWaitS is swarm mode's wait for an overlapping earlier intent;
+	// 0 leaves the run's default.
+	IntentWaitS float64
+	Sealed      []string // plan-wide sealed paths (also merged into each task's)
+	Agents      map[string]Agent
+	Groups      []Group
+	Tasks       []*Task
 	// Merge tunes swarm mode's merge role for this plan (nil: the
 	// defaults, or what apiary.yaml and the flags say).
 	Merge *Merge
@@ -68,7 +71,10 @@ type Agent struct {
 	Model       string            `json:"model,omitempty"`
 	Args        []string          `json:"args,omitempty"`
 	Description string            `json:"description,omitempty"`
-	Builtin     bool              `json:"-"` // true for a built-in the plan did not redefine
+	// Tools and MaxTurns restrict a Claude Code agent (see agent.Profile).
+	Tools    []string `json:"tools,omitempty"`
+	MaxTurns int      `json:"max_turns,omitempty"`
+	Builtin  bool     `json:"-"` // true for a built-in the plan did not redefine
 }
 
 // Task is one node of the plan.
@@ -148,6 +154,7 @@ type raw struct {
 	Version           int              `json:"version"`
 	IntegrationBranch string           `json:"integration_branch"`
 	MaxParallel       int              `json:"max_parallel"`
+	IntentWaitS       float64          `json:"intent_wait_s"`
 	Sealed            []string         `json:"sealed"`
 	Agents            map[string]Agent `json:"agents"`
 	Groups            []Group          `json:"groups"`
@@ -294,6 +301,7 @@ func build(file string, r *raw, doc *strictyaml.Document, extra map[string]Agent
 		Version:           r.Version,
 		IntegrationBranch: r.IntegrationBranch,
 		MaxParallel:       r.MaxParallel,
+		IntentWaitS:       r.IntentWaitS,
 		Sealed:            r.Sealed,
 		Agents:            map[string]Agent{},
 		Groups:            r.Groups,
@@ -346,4 +354,24 @@ func build(file string, r *raw, doc *strictyaml.Document, extra map[string]Agent
 		}
 	}
 	return p
+}
+
+// Summary is the one line `apiary plan validate` prints for a valid plan:
+// its file, how many tasks and agent profiles of its own it has and, when
+// not "", the branch it integrates into.
+func (p *Plan) Summary(branch string) string {
+	defined := 0
+	for _, a := range p.Agents {
+		if !a.Builtin {
+			defined++
+		}
+	}
+	s := fmt.Sprintf("%s: ok: %d tasks, %d agent profile", p.File, len(p.Tasks), defined)
+	if defined != 1 {
+		s += "s"
+	}
+	if branch != "" {
+		s += ", integrating into " + branch
+	}
+	return s
 }

@@ -3,8 +3,6 @@ package plot
 import (
 	"image/color"
 	"math"
-	"strconv"
-	"strings"
 )
 
 // The layout turns a Chart into a scene: positioned boxes, segments and
@@ -34,7 +32,9 @@ const (
 type label struct {
 	text     string
 	x, y     float64
-	scale    int
+	size     float64 // font size in pixels
+	bold     bool
+	width    float64 // the text's advance width at size, as measured
 	anchor   int
 	vertical bool
 	col      color.RGBA
@@ -48,7 +48,9 @@ type shape struct {
 	markers []pt
 	radius  float64
 	width   float64
-	bars    []box // bar series
+	bars    []box     // bar series
+	errs    []segment // error bars with their caps
+	values  []label   // values on bars, "n/a" for a missing one
 }
 
 type legendEntry struct {
@@ -71,44 +73,10 @@ type scene struct {
 	yLabel  *label
 	series  []shape
 	legend  []legendEntry
-	scale   int
 	radius  float64
 	lineW   float64
 	textCol color.RGBA
-}
-
-// Glyph metrics of the built-in font, in font pixels: a glyph is 5 wide and
-// 8 tall (7 above the baseline, 1 below); the advance is 6.
-const (
-	glyphW     = 5
-	glyphH     = 8
-	glyphAbove = 7
-	advance    = 6
-	lineH      = 9
-)
-
-// textWidth is the width in pixels of s at scale.
-func textWidth(s string, scale int) float64 {
-	n := len([]rune(s))
-	if n == 0 {
-		return 0
-	}
-	return float64((n*advance - 1) * scale)
-}
-
-// fit shortens s with a trailing "~" until it is at most width pixels wide.
-func fit(s string, scale int, width float64) string {
-	r := []rune(s)
-	if textWidth(s, scale) <= width {
-		return s
-	}
-	for len(r) > 1 {
-		r = r[:len(r)-1]
-		if t := string(r) + "~"; textWidth(t, scale) <= width {
-			return t
-		}
-	}
-	return ""
+	faces   *faces
 }
 
 // Colors (RGB) of the grid, and of axes and text.
@@ -124,11 +92,13 @@ func hexColor(v uint32) color.RGBA {
 // scaleFn maps a data value to a pixel coordinate.
 type scaleFn func(v float64) float64
 
-// axisScale is the range and ticks of a numeric axis.
+// axisScale is the range and ticks of an axis, and how its ticks are
+// written (one format for all of them).
 type axisScale struct {
 	lo, hi float64
 	log    bool
 	ticks  []float64
+	format func(float64) string
 }
 
 func (a axisScale) mapper(p0, p1 float64) scaleFn {
@@ -145,20 +115,38 @@ func (c *Chart) layout() (*scene, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := 1
+	k := 1.0
 	if min(w, h) >= 480 {
-		s = 2
+		k = 1.5
 	}
-	sc := &scene{w: w, h: h, scale: s, radius: 2.5 * float64(s), lineW: 1.5 * float64(s), textCol: hexColor(axisHex)}
-	fs := float64(s)
-	pad := 10 * fs
-	gap := 6 * fs
-	tickLen := 4 * fs
+	ff := newFaces()
+	sc := &scene{w: w, h: h, radius: 2.5 * k, lineW: 1.5 * k, textCol: hexColor(axisHex), faces: ff}
+	text := 12 * k // ticks, legend, axis titles
+	titleSize := 15 * k
+	capH := ff.capHeight(text)
+	lineH := text * 1.25
+	pad := 10 * k
+	gap := 6 * k
+	tickLen := 4 * k
+	mk := func(s string, x, y float64, anchor int, class string) label {
+		return label{text: s, x: x, y: y, size: text, width: ff.width(s, text, false), anchor: anchor, col: hexColor(axisHex), class: class}
+	}
 
 	// Ranges.
 	var ys []float64
 	for _, se := range c.Series {
-		ys = append(ys, se.Y...)
+		for j, y := range se.Y {
+			if math.IsNaN(y) {
+				continue // a bar without data
+			}
+			ys = append(ys, y)
+			if j < len(se.Err) && se.Err[j] > 0 {
+				ys = append(ys, y+se.Err[j])
+				if lo := y - se.Err[j]; !c.Y.Log || lo > 0 {
+					ys = append(ys, lo)
+				}
+			}
+		}
 	}
 	yAxis := numericAxis(c.Y, ys, c.Kind == Bar || !c.Y.Log)
 	var xAxis axisScale
@@ -167,36 +155,42 @@ func (c *Chart) layout() (*scene, error) {
 		for _, se := range c.Series {
 			xs = append(xs, se.X...)
 		}
-		xAxis = numericAxis(c.X, xs, false)
+		if c.X.Time {
+			xAxis = timeAxis(c.X, xs)
+		} else {
+			xAxis = numericAxis(c.X, xs, false)
+		}
 	}
 
 	// Margins.
 	yTickW := 0.0
 	for _, t := range yAxis.ticks {
-		yTickW = max(yTickW, textWidth(formatTick(t), s))
+		yTickW = max(yTickW, ff.width(yAxis.format(t), text, false))
 	}
 	left := pad + yTickW + gap + tickLen
 	if c.Y.Label != "" {
-		left += glyphH*fs + gap
+		left += lineH + gap
 	}
-	titleScale := s + 1
-	if textWidth(c.Title, titleScale) > float64(w)-2*pad {
-		titleScale = s
+	if ff.width(c.Title, titleSize, true) > float64(w)-2*pad {
+		titleSize = text
 	}
 	top := pad
 	if c.Title != "" {
-		top += lineH*float64(titleScale) + gap
+		top += titleSize*1.2 + gap
 	} else {
-		top += glyphAbove * fs / 2 // room for the top tick label
+		top += capH / 2 // room for the top tick label
 	}
-	bottom := pad + tickLen + gap + glyphH*fs
+	if c.Kind == Bar && c.Values {
+		top += lineH // room for the values over the tallest bars
+	}
+	bottom := pad + tickLen + gap + lineH
 	if c.X.Label != "" {
-		bottom += lineH*fs + gap
+		bottom += lineH + gap
 	}
 	// The legend: entries flowing left to right in centered rows at the
 	// bottom, so the plot keeps the full width.
-	swatchW := 18 * fs
-	legendRowH := lineH * fs * 1.4
+	swatchW := 18 * k
+	legendRowH := lineH * 1.2
 	type slot struct {
 		name string
 		x    float64 // from the row's left end
@@ -205,8 +199,8 @@ func (c *Chart) layout() (*scene, error) {
 	var slots []slot
 	var rowW []float64
 	for _, se := range c.Series {
-		name := fit(se.Name, s, float64(w)-2*pad-swatchW-gap)
-		ew := swatchW + gap + textWidth(name, s)
+		name := ff.fit(se.Name, text, false, float64(w)-2*pad-swatchW-gap)
+		ew := swatchW + gap + ff.width(name, text, false)
 		if len(rowW) == 0 || rowW[len(rowW)-1]+3*gap+ew > float64(w)-2*pad {
 			rowW = append(rowW, -3*gap)
 		}
@@ -218,9 +212,12 @@ func (c *Chart) layout() (*scene, error) {
 	bottom += float64(len(rowW))*legendRowH + gap
 	legendTop := float64(h) - pad - float64(len(rowW))*legendRowH
 	// A right-most x tick label may stick out past the plot area.
-	right := pad + textWidth(formatTick(xAxis.hi), s)/2
+	right := pad
+	if c.Kind == Line && len(xAxis.ticks) > 0 {
+		right += ff.width(xAxis.format(xAxis.ticks[len(xAxis.ticks)-1]), text, false) / 2
+	}
 	sc.plot = box{left, top, float64(w) - right, float64(h) - bottom}
-	if sc.plot.x1-sc.plot.x0 < 20*fs || sc.plot.y1-sc.plot.y0 < 20*fs {
+	if sc.plot.x1-sc.plot.x0 < 20*k || sc.plot.y1-sc.plot.y0 < 20*k {
 		return nil, invalid("%dx%d is too small for its labels", w, h)
 	}
 	p := sc.plot
@@ -228,43 +225,64 @@ func (c *Chart) layout() (*scene, error) {
 
 	// Title and axis titles.
 	if c.Title != "" {
-		t := fit(c.Title, titleScale, float64(w)-2*pad)
-		sc.title = &label{text: t, x: float64(w) / 2, y: pad + glyphAbove*float64(titleScale), scale: titleScale, anchor: anchorMiddle, col: hexColor(axisHex), class: "title"}
+		t := ff.fit(c.Title, titleSize, true, float64(w)-2*pad)
+		sc.title = &label{text: t, x: float64(w) / 2, y: pad + ff.capHeight(titleSize), size: titleSize, bold: true,
+			width: ff.width(t, titleSize, true), anchor: anchorMiddle, col: hexColor(axisHex), class: "title"}
 	}
 	if c.X.Label != "" {
-		sc.xLabel = &label{text: fit(c.X.Label, s, p.x1-p.x0), x: (p.x0 + p.x1) / 2, y: legendTop - gap - (glyphH-glyphAbove)*fs,
-			scale: s, anchor: anchorMiddle, col: hexColor(axisHex), class: "axis-label x"}
+		l := mk(ff.fit(c.X.Label, text, false, p.x1-p.x0), (p.x0+p.x1)/2, legendTop-gap-ff.descent(text), anchorMiddle, "axis-label x")
+		sc.xLabel = &l
 	}
 	if c.Y.Label != "" {
-		sc.yLabel = &label{text: fit(c.Y.Label, s, p.y1-p.y0), x: pad + glyphAbove*fs, y: (p.y0 + p.y1) / 2,
-			scale: s, anchor: anchorMiddle, vertical: true, col: hexColor(axisHex), class: "axis-label y"}
+		l := mk(ff.fit(c.Y.Label, text, false, p.y1-p.y0), pad+capH, (p.y0+p.y1)/2, anchorMiddle, "axis-label y")
+		l.vertical = true
+		sc.yLabel = &l
 	}
 
 	// Y ticks and grid.
 	for _, t := range yAxis.ticks {
 		y := ymap(t)
-		sc.grid = append(sc.grid, segment{pt{p.x0, y}, pt{p.x1, y}, fs / 2, hexColor(gridHex)})
-		sc.axes = append(sc.axes, segment{pt{p.x0 - tickLen, y}, pt{p.x0, y}, fs / 2, hexColor(axisHex)})
-		sc.ticks = append(sc.ticks, label{text: formatTick(t), x: p.x0 - tickLen - gap, y: y + glyphAbove*fs/2,
-			scale: s, anchor: anchorEnd, col: hexColor(axisHex), class: "tick y"})
+		sc.grid = append(sc.grid, segment{pt{p.x0, y}, pt{p.x1, y}, k / 2, hexColor(gridHex)})
+		sc.axes = append(sc.axes, segment{pt{p.x0 - tickLen, y}, pt{p.x0, y}, k / 2, hexColor(axisHex)})
+		sc.ticks = append(sc.ticks, mk(yAxis.format(t), p.x0-tickLen-gap, y+capH/2, anchorEnd, "tick y"))
 	}
-	tickY := p.y1 + tickLen + gap + glyphAbove*fs
+	tickY := p.y1 + tickLen + gap + capH
+	capW := 4 * k // half the width of an error bar's caps
+	errBar := func(x, lo, hi float64, col color.RGBA) []segment {
+		return []segment{{pt{x, lo}, pt{x, hi}, k, col}, {pt{x - capW, lo}, pt{x + capW, lo}, k, col}, {pt{x - capW, hi}, pt{x + capW, hi}, k, col}}
+	}
+	errOf := func(se Series, j int) float64 {
+		if j < len(se.Err) {
+			return se.Err[j]
+		}
+		return 0
+	}
+	errTop := hexColor(axisHex) // error bars over bars: dark on any fill
 
-	// X ticks, grid and series.
+	// X ticks and grid, and the series.
 	if c.Kind == Line {
 		xmap := xAxis.mapper(p.x0, p.x1)
 		for _, t := range xAxis.ticks {
 			x := xmap(t)
-			sc.grid = append(sc.grid, segment{pt{x, p.y0}, pt{x, p.y1}, fs / 2, hexColor(gridHex)})
-			sc.axes = append(sc.axes, segment{pt{x, p.y1}, pt{x, p.y1 + tickLen}, fs / 2, hexColor(axisHex)})
-			sc.ticks = append(sc.ticks, label{text: formatTick(t), x: x, y: tickY, scale: s, anchor: anchorMiddle, col: hexColor(axisHex), class: "tick x"})
+			sc.grid = append(sc.grid, segment{pt{x, p.y0}, pt{x, p.y1}, k / 2, hexColor(gridHex)})
+			sc.axes = append(sc.axes, segment{pt{x, p.y1}, pt{x, p.y1 + tickLen}, k / 2, hexColor(axisHex)})
+			sc.ticks = append(sc.ticks, mk(xAxis.format(t), x, tickY, anchorMiddle, "tick x"))
 		}
 		for i, se := range c.Series {
 			sh := shape{name: se.Name, col: seriesColor(se, i), radius: sc.radius, width: sc.lineW}
 			for j := range se.Y {
 				q := pt{xmap(se.X[j]), ymap(se.Y[j])}
 				sh.path = append(sh.path, q)
-				sh.markers = append(sh.markers, q)
+				if len(se.Y) <= maxMarked {
+					sh.markers = append(sh.markers, q)
+				}
+				if e := errOf(se, j); e > 0 {
+					lo := se.Y[j] - e
+					if c.Y.Log && lo <= 0 {
+						lo = yAxis.lo
+					}
+					sh.errs = append(sh.errs, errBar(q.x, ymap(clamp(lo, yAxis.lo, yAxis.hi)), ymap(clamp(se.Y[j]+e, yAxis.lo, yAxis.hi)), sh.col)...)
+				}
 			}
 			sc.series = append(sc.series, sh)
 		}
@@ -275,32 +293,53 @@ func (c *Chart) layout() (*scene, error) {
 			base = p.y1
 		}
 		inner := band * 0.8 / float64(len(c.Series))
-		for k, name := range c.Categories {
-			x := p.x0 + band*(float64(k)+0.5)
-			sc.axes = append(sc.axes, segment{pt{x, p.y1}, pt{x, p.y1 + tickLen}, fs / 2, hexColor(axisHex)})
-			sc.ticks = append(sc.ticks, label{text: fit(name, s, band-fs), x: x, y: tickY, scale: s, anchor: anchorMiddle, col: hexColor(axisHex), class: "tick x"})
+		for j, name := range c.Categories {
+			x := p.x0 + band*(float64(j)+0.5)
+			sc.axes = append(sc.axes, segment{pt{x, p.y1}, pt{x, p.y1 + tickLen}, k / 2, hexColor(axisHex)})
+			sc.ticks = append(sc.ticks, mk(ff.fit(name, text, false, band-k), x, tickY, anchorMiddle, "tick x"))
 		}
+		valueSize := text * 0.9
 		for i, se := range c.Series {
 			sh := shape{name: se.Name, col: seriesColor(se, i)}
-			for k, v := range se.Y {
-				x0 := p.x0 + band*float64(k) + band*0.1 + inner*float64(i)
+			for j, v := range se.Y {
+				x0 := p.x0 + band*float64(j) + band*0.1 + inner*float64(i)
+				mid := x0 + inner/2
+				if math.IsNaN(v) {
+					l := label{text: "n/a", x: mid, y: base - gap, size: valueSize, width: ff.width("n/a", valueSize, false),
+						anchor: anchorMiddle, col: hexColor(axisHex), class: "value missing"}
+					sh.values = append(sh.values, l)
+					continue
+				}
 				y := ymap(clamp(v, yAxis.lo, yAxis.hi))
 				sh.bars = append(sh.bars, box{x0, min(y, base), x0 + inner, max(y, base)})
+				topY := min(y, base)
+				if e := errOf(se, j); e > 0 {
+					hi := ymap(clamp(v+e, yAxis.lo, yAxis.hi))
+					sh.errs = append(sh.errs, errBar(mid, ymap(clamp(v-e, yAxis.lo, yAxis.hi)), hi, errTop)...)
+					topY = min(topY, hi)
+				}
+				if c.Values {
+					s := c.valueText(v, yAxis)
+					if j < len(se.Labels) && se.Labels[j] != "" {
+						s = se.Labels[j]
+					}
+					sh.values = append(sh.values, label{text: s, x: mid, y: topY - gap/2, size: valueSize, width: ff.width(s, valueSize, false),
+						anchor: anchorMiddle, col: hexColor(axisHex), class: "value"})
+				}
 			}
 			sc.series = append(sc.series, sh)
 		}
 	}
-	sc.axes = append(sc.axes, segment{pt{p.x0, p.y0}, pt{p.x0, p.y1}, fs, hexColor(axisHex)}, segment{pt{p.x0, p.y1}, pt{p.x1, p.y1}, fs, hexColor(axisHex)})
+	sc.axes = append(sc.axes, segment{pt{p.x0, p.y0}, pt{p.x0, p.y1}, k, hexColor(axisHex)}, segment{pt{p.x0, p.y1}, pt{p.x1, p.y1}, k, hexColor(axisHex)})
 
 	for i, sh := range sc.series {
 		sl := slots[i]
 		lx := (float64(w)-rowW[sl.row])/2 + sl.x
-		y := legendTop + float64(sl.row)*legendRowH + glyphAbove*fs
-		mid := y - glyphAbove*fs/2
-		e := legendEntry{name: sh.name, col: sh.col, bar: c.Kind == Bar,
-			text: label{text: sl.name, x: lx + swatchW + gap, y: y, scale: s, col: hexColor(axisHex), class: "legend"}}
+		y := legendTop + float64(sl.row)*legendRowH + capH
+		mid := y - capH/2
+		e := legendEntry{name: sh.name, col: sh.col, bar: c.Kind == Bar, text: mk(sl.name, lx+swatchW+gap, y, anchorStart, "legend")}
 		if e.bar {
-			e.swatch = box{lx + swatchW/2 - 4*fs, mid - 4*fs, lx + swatchW/2 + 4*fs, mid + 4*fs}
+			e.swatch = box{lx + swatchW/2 - 4*k, mid - 4*k, lx + swatchW/2 + 4*k, mid + 4*k}
 		} else {
 			e.swatch = box{lx, mid, lx + swatchW, mid}
 			e.marker = pt{lx + swatchW/2, mid}
@@ -308,6 +347,19 @@ func (c *Chart) layout() (*scene, error) {
 		sc.legend = append(sc.legend, e)
 	}
 	return sc, nil
+}
+
+// maxMarked is the most points a line series has markers at: a denser
+// series (a time series of samples) is a line.
+const maxMarked = 60
+
+// valueText writes a bar's value: with ValueFormat, else as the Y axis
+// writes its ticks with up to two more digits.
+func (c *Chart) valueText(v float64, a axisScale) string {
+	if c.ValueFormat != nil {
+		return c.ValueFormat(v)
+	}
+	return formatValue(v, a)
 }
 
 func seriesColor(s Series, i int) color.RGBA {
@@ -318,190 +370,3 @@ func seriesColor(s Series, i int) color.RGBA {
 }
 
 func clamp(v, lo, hi float64) float64 { return max(lo, min(hi, v)) }
-
-// numericAxis picks the range and ticks of an axis for values vs (all
-// finite, > 0 on a log axis); withZero includes 0 on a linear axis when all
-// values are >= 0.
-func numericAxis(a Axis, vs []float64, withZero bool) axisScale {
-	if a.Max > a.Min {
-		r := axisScale{lo: a.Min, hi: a.Max, log: a.Log}
-		if a.Log {
-			_, _, r.ticks = logTicks(a.Min, a.Max, powersOfTwo([]float64{a.Min, a.Max}))
-			r.ticks = within(r.ticks, a.Min, a.Max)
-		} else {
-			_, _, r.ticks = linearTicks(a.Min, a.Max)
-			r.ticks = within(r.ticks, a.Min, a.Max)
-		}
-		return r
-	}
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, v := range vs {
-		lo, hi = min(lo, v), max(hi, v)
-	}
-	if len(vs) == 0 {
-		lo, hi = 0, 1
-	}
-	r := axisScale{log: a.Log}
-	if a.Log {
-		r.lo, r.hi, r.ticks = logTicks(lo, hi, powersOfTwo(vs))
-		return r
-	}
-	if withZero && lo >= 0 {
-		lo = 0
-	}
-	r.lo, r.hi, r.ticks = linearTicks(lo, hi)
-	return r
-}
-
-func within(ts []float64, lo, hi float64) []float64 {
-	var out []float64
-	eps := (hi - lo) * 1e-9
-	for _, t := range ts {
-		if t >= lo-eps && t <= hi+eps {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// niceNum returns a "nice" number near x: 1, 2, 5 or 10 times a power of
-// ten; rounded picks the nearest, otherwise the next one up.
-func niceNum(x float64, rounded bool) float64 {
-	e := math.Floor(math.Log10(x))
-	f := x / math.Pow(10, e)
-	var n float64
-	switch {
-	case rounded && f < 1.5, !rounded && f <= 1:
-		n = 1
-	case rounded && f < 3, !rounded && f <= 2:
-		n = 2
-	case rounded && f < 7, !rounded && f <= 5:
-		n = 5
-	default:
-		n = 10
-	}
-	return n * math.Pow(10, e)
-}
-
-// linearTicks widens [lo, hi] to round ticks, about six of them.
-func linearTicks(lo, hi float64) (float64, float64, []float64) {
-	if !(hi-lo > math.Abs(hi)*1e-12) { // one value: widen around it
-		d := math.Abs(hi) * 0.1
-		if d == 0 {
-			d = 1
-		}
-		if lo >= 0 && lo-d < 0 {
-			lo = 0
-		} else {
-			lo -= d
-		}
-		hi += d
-	}
-	step := niceNum(niceNum(hi-lo, false)/5, true)
-	nlo, nhi := math.Floor(lo/step)*step, math.Ceil(hi/step)*step
-	var ts []float64
-	for i := 0; ; i++ {
-		t := nlo + float64(i)*step
-		if t > nhi+step*1e-9 || i > 1000 {
-			break
-		}
-		if math.Abs(t) < step*1e-9 {
-			t = 0
-		}
-		ts = append(ts, t)
-	}
-	return nlo, nhi, ts
-}
-
-// logTicks widens [lo, hi] (both > 0) to round ticks, at most about 10:
-// whole powers of 2 when pow2 (the data are powers of two, like agent
-// counts) and they span at most 12 doublings; else 1, 2 and 5 times powers
-// of 10 over at most three decades, or powers of 10.
-func logTicks(lo, hi float64, pow2 bool) (float64, float64, []float64) {
-	if pow2 && math.Log2(hi/lo) <= 12 {
-		return powerTicks(lo, hi, 2)
-	}
-	if hi/lo > 1000 {
-		return powerTicks(lo, hi, 10)
-	}
-	var cands []float64
-	for k := math.Floor(math.Log10(lo)) - 1; k <= math.Ceil(math.Log10(hi))+1; k++ {
-		for _, m := range []float64{1, 2, 5} {
-			cands = append(cands, m*math.Pow(10, k))
-		}
-	}
-	const tol = 1e-9
-	first, last := 0, len(cands)-1
-	for i, c := range cands {
-		if c <= lo*(1+tol) {
-			first = i // the largest candidate at or below lo
-		}
-	}
-	for i := len(cands) - 1; i >= 0; i-- {
-		if cands[i] >= hi*(1-tol) {
-			last = i // the smallest candidate at or above hi
-		}
-	}
-	if last <= first {
-		last = first + 1
-	}
-	ts := cands[first : last+1]
-	return ts[0], ts[len(ts)-1], ts
-}
-
-// powerTicks widens [lo, hi] to whole powers of base, with at most about
-// 10 ticks.
-func powerTicks(lo, hi, base float64) (float64, float64, []float64) {
-	logb := func(v float64) float64 { return math.Log(v) / math.Log(base) }
-	k0 := math.Floor(logb(lo) + 1e-9)
-	k1 := math.Ceil(logb(hi) - 1e-9)
-	if k1 <= k0 {
-		k1 = k0 + 1
-	}
-	every := math.Ceil((k1 - k0 + 1) / 10)
-	var ts []float64
-	for k := k0; k <= k1; k += every {
-		ts = append(ts, math.Pow(base, k))
-	}
-	return math.Pow(base, k0), math.Pow(base, k1), ts
-}
-
-// powersOfTwo reports whether every value is a whole power of two.
-func powersOfTwo(vs []float64) bool {
-	for _, v := range vs {
-		if e := math.Round(math.Log2(v)); math.Abs(v-math.Exp2(e)) > 1e-9*v {
-			return false
-		}
-	}
-	return len(vs) > 0
-}
-
-// formatTick renders a tick value compactly: 0.25, 16, 1024, 15k, 2.5M.
-func formatTick(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case v == 0:
-		return "0"
-	case a >= 1e9:
-		return trimFloat(v/1e9) + "G"
-	case a >= 1e6:
-		return trimFloat(v/1e6) + "M"
-	case a >= 1e4:
-		return trimFloat(v/1e3) + "k"
-	case a >= 1e-3:
-		return trimFloat(v)
-	default:
-		return strconv.FormatFloat(v, 'e', 1, 64)
-	}
-}
-
-func trimFloat(v float64) string {
-	s := strconv.FormatFloat(v, 'f', 3, 64)
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	if s == "-0" {
-		s = "0"
-	}
-	return s
-}

@@ -1,9 +1,11 @@
-// Package plot draws the charts of apiary's reports — line charts and
-// grouped bar charts with axes, tick labels, axis titles, a title and a
-// legend — as SVG text and as PNG images. It stands alone: no other apiary
-// package, no fonts from the system. The PNG is rasterized here, with a
-// built-in 5×7 bitmap font; the SVG uses a monospace font of the same
-// metrics, so both have the same layout.
+// Package plot draws the charts of apiary's reports — line charts (on a
+// numeric, logarithmic or wall-clock X axis) and grouped bar charts, with
+// axes, tick labels written in one format per axis, axis titles, a title,
+// a legend, error bars and values on bars — as SVG text and as PNG images.
+// It stands alone: no other apiary package, no fonts from the system. Text
+// is set in the Go fonts (TrueType, embedded); the PNG is rasterized here,
+// and the SVG names the same font and fixes every text's measured length,
+// so both have the same layout.
 //
 // A Chart is plain data; its zero value plus some Series is a valid line
 // chart. Render it with SVG, PNG or Image. Rendering never modifies the
@@ -13,8 +15,10 @@
 // class="plot-area">, each line series is one <g class="series"
 // data-name="NAME"> holding exactly one <path class="series-line"> (and a
 // <circle> per point), each bar series a <g class="series"> of <rect
-// class="bar">, axis titles are <text class="axis-label x|y">, tick labels
-// <text class="tick x|y">, and every legend entry a <text class="legend">.
+// class="bar"> (and <text class="value"> or <text class="value missing">),
+// error bars are <line class="error-bar">, axis titles <text
+// class="axis-label x|y">, tick labels <text class="tick x|y">, and every
+// legend entry a <text class="legend">.
 package plot
 
 import (
@@ -27,6 +31,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"time"
 )
 
 // ErrInvalid is matched by every error of this package: a chart that
@@ -39,7 +44,7 @@ type Kind int
 
 const (
 	// Line draws each series as a polyline through its points, in order,
-	// with a marker at each point.
+	// with a marker at each point (when it has at most 60).
 	Line Kind = iota
 	// Bar draws one group of bars per category (Chart.Categories), one bar
 	// per series in each group; the Y axis starts at zero.
@@ -58,14 +63,29 @@ type Axis struct {
 	// data's, widened to round ticks (and to include 0 on a linear Y axis
 	// when all values are >= 0).
 	Min, Max float64
+	// Time makes the X axis of a line chart wall-clock time: the values
+	// are Unix seconds, the ticks fall on round times (every 10 s, 1 min,
+	// 15 min, ...) and read "15:04:05" (or "15:04", or "Jan 2 15:04"
+	// across days) in Location (nil: UTC). The range is the data's.
+	Time     bool
+	Location *time.Location
 }
 
 // Series is one named set of values. For a line chart X and Y are the
 // points (equal lengths, at least one); for a bar chart Y holds one value
-// per category and X is ignored.
+// per category (NaN for a category without data, drawn as "n/a") and X is
+// ignored.
 type Series struct {
 	Name string
 	X, Y []float64
+	// Err, if set, holds one half-width per value: an error bar from
+	// Y-Err to Y+Err (a standard deviation over repeated runs, say) is
+	// drawn at each value whose Err is > 0.
+	Err []float64
+	// Labels, if set, holds one text per value of a bar chart with
+	// Values: written over the bar instead of the value ("" keeps the
+	// value) — the measured figure of a bar that plots a ratio, say.
+	Labels []string
 	// Color is the series' color; the zero value picks the next color of a
 	// built-in palette (by series index).
 	Color color.RGBA
@@ -78,8 +98,12 @@ type Chart struct {
 	X, Y       Axis
 	Series     []Series
 	Categories []string // bar charts: the groups along the X axis
-	Width      int
-	Height     int
+	// Values writes each bar's value above it, in the Y axis's unit
+	// ("12k"), or as ValueFormat writes it.
+	Values      bool
+	ValueFormat func(float64) string
+	Width       int
+	Height      int
 }
 
 // Size limits of a chart.
@@ -153,7 +177,21 @@ func (c *Chart) validate() (w, h int, err error) {
 		} else if n == 0 || n != len(s.X) || n > maxPoints {
 			return 0, 0, invalid("series %d (%q): want 1 to %d points with as many X as Y, got %d X and %d Y", i, s.Name, maxPoints, len(s.X), n)
 		}
+		if s.Err != nil && len(s.Err) != n {
+			return 0, 0, invalid("series %q: %d error bars for %d values", s.Name, len(s.Err), n)
+		}
+		if s.Labels != nil && len(s.Labels) != n {
+			return 0, 0, invalid("series %q: %d labels for %d values", s.Name, len(s.Labels), n)
+		}
+		for j, e := range s.Err {
+			if !finite(e) || e < 0 {
+				return 0, 0, invalid("series %q: err[%d] = %g, want a finite half-width >= 0", s.Name, j, e)
+			}
+		}
 		for j, y := range s.Y {
+			if c.Kind == Bar && math.IsNaN(y) {
+				continue // a category without data
+			}
 			if !finite(y) {
 				return 0, 0, invalid("series %q: y[%d] is not finite", s.Name, j)
 			}

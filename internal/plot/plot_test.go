@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"image"
 	"image/color"
 	"image/png"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // node is a generic XML element, for inspecting SVG output.
@@ -238,68 +240,64 @@ func TestPNG(t *testing.T) {
 	}
 }
 
-// TestTextRendering checks that the rasterized text is the font's: a
-// chart whose only ink besides the plot is one known label.
+// TestTextRendering checks that the rasterized text is the Go font's:
+// anti-aliased (grey levels between ink and paper), as wide as it was
+// measured, and turned for a vertical label.
 func TestTextRendering(t *testing.T) {
 	t.Parallel()
-	f := loadFont()
-	c := &canvas{img: rasterize(&scene{w: 40, h: 20}), f: f}
-	c.text(label{text: "H", x: 1, y: 8, scale: 1, col: hexColor(0)})
-	g := f.glyph('H')
-	for row := range glyphH {
-		for col := range glyphW {
-			r, _, _, _ := c.img.At(1+col, 1+row).RGBA()
-			if got, want := r>>8 == 0, ink(g, col, row); got != want {
-				t.Errorf("pixel (%d, %d): ink %v, want %v", col, row, got, want)
+	f := newFaces()
+	c := &canvas{img: rasterize(&scene{w: 120, h: 40, faces: f}), f: f}
+	l := label{text: "Hé 12k", x: 10, y: 28, size: 20, width: f.width("Hé 12k", 20, false), col: hexColor(0)}
+	c.text(l)
+	inked := func(img *image.RGBA) (x0, y0, x1, y1, levels int) {
+		x0, y0 = img.Rect.Dx(), img.Rect.Dy()
+		seen := map[uint8]bool{}
+		for y := range img.Rect.Dy() {
+			for x := range img.Rect.Dx() {
+				r := img.RGBAAt(x, y).R
+				if r == 0xff {
+					continue
+				}
+				seen[r] = true
+				x0, y0, x1, y1 = min(x0, x), min(y0, y), max(x1, x), max(y1, y)
 			}
 		}
+		return x0, y0, x1, y1, len(seen)
 	}
-	// Rotated text reads bottom to top: the glyph's left column is its
-	// bottom row.
-	c = &canvas{img: rasterize(&scene{w: 20, h: 20}), f: f}
-	c.text(label{text: "L", x: 10, y: 10, scale: 1, vertical: true, col: hexColor(0)})
-	r, _, _, _ := c.img.At(10-glyphAbove, 10-1).RGBA() // L's vertical stroke, first pixel
-	if r>>8 != 0 {
-		t.Error("rotated L: no ink where its stem should be")
+	x0, y0, x1, y1, levels := inked(c.img)
+	if levels < 8 {
+		t.Errorf("%d grey levels in the text: not anti-aliased", levels)
+	}
+	if got := float64(x1 - x0 + 1); math.Abs(got-l.width) > 3 {
+		t.Errorf("the text is %g px wide, measured %g", got, l.width)
+	}
+	if y1 > 28+5 || y0 < 28-20 {
+		t.Errorf("the text spans rows %d..%d, not around its baseline 28", y0, y1)
+	}
+	// Vertical text reads bottom to top: tall and narrow, ending at its
+	// anchor.
+	c = &canvas{img: rasterize(&scene{w: 40, h: 120, faces: f}), f: f}
+	c.text(label{text: "Hé 12k", x: 28, y: 110, size: 20, width: l.width, vertical: true, col: hexColor(0)})
+	x0, y0, x1, y1, _ = inked(c.img)
+	if w, h := x1-x0+1, y1-y0+1; h < 2*w || y1 > 111 || x1 > 28+5 {
+		t.Errorf("vertical text occupies %d..%d x %d..%d", x0, x1, y0, y1)
 	}
 }
 
-func TestFont(t *testing.T) {
+// TestFontMetrics: the layout measures with the Go font, so wider text
+// measures wider and a fitted label fits.
+func TestFontMetrics(t *testing.T) {
 	t.Parallel()
-	i := 0
-	for line := range strings.SplitSeq(fontSrc, "\n") {
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
-		want := string(rune(firstGlyph + i))
-		switch want {
-		case " ":
-			want = "SP"
-		case "`":
-			want = "BQ"
-		}
-		if len(fields) != 9 || fields[0] != want {
-			t.Fatalf("glyph %d: line %q, want label %q and 8 rows", i, line, want)
-		}
-		for _, row := range fields[1:] {
-			if len(row) != glyphW || strings.Trim(row, ".#") != "" {
-				t.Fatalf("glyph %q: bad row %q", want, row)
-			}
-		}
-		i++
+	f := newFaces()
+	if a, b := f.width("iiii", 12, false), f.width("WWWW", 12, false); !(a > 0 && b > 2*a) {
+		t.Errorf("widths iiii=%g WWWW=%g: not a proportional font", a, b)
 	}
-	if i != numGlyphs {
-		t.Fatalf("%d glyphs, want %d", i, numGlyphs)
+	if f.width("x", 24, false) <= f.width("x", 12, false) || f.width("bold", 12, true) <= f.width("bold", 12, false) {
+		t.Error("size or weight does not change the width")
 	}
-	f := loadFont()
-	for r := rune(firstGlyph + 1); r <= lastGlyph; r++ {
-		if *f.glyph(r) == ([glyphH]uint8{}) {
-			t.Errorf("glyph %q has no ink", r)
-		}
-	}
-	if f.glyph('é') != f.glyph('?') || f.glyph(-1) != f.glyph('?') {
-		t.Error("unknown characters are not drawn as '?'")
+	long := strings.Repeat("makespan ", 20)
+	if got := f.fit(long, 12, false, 100); f.width(got, 12, false) > 100 || !strings.HasSuffix(got, "…") {
+		t.Errorf("fit = %q (%g px)", got, f.width(got, 12, false))
 	}
 }
 
@@ -341,9 +339,28 @@ func TestTicks(t *testing.T) {
 			}
 		}
 	}
-	for v, want := range map[float64]string{0: "0", 16: "16", 1024: "1024", 15000: "15k", 2.5e6: "2.5M", 0.25: "0.25", -20000: "-20k", 3e9: "3G", 1e-5: "1.0e-05", 0.1 + 0.2: "0.3"} {
-		if got := formatTick(v); got != want {
-			t.Errorf("formatTick(%g) = %q, want %q", v, got, want)
+	for _, tc := range []struct {
+		ticks []float64
+		log   bool
+		want  []string
+	}{
+		{[]float64{0, 20000, 40000, 60000}, false, []string{"0", "20k", "40k", "60k"}},
+		{[]float64{0, 5000, 10000, 15000}, false, []string{"0", "5k", "10k", "15k"}}, // never "5000" beside "10k"
+		{[]float64{0, 0.2, 0.4, 1}, false, []string{"0", "0.2", "0.4", "1.0"}},
+		{[]float64{0, 2.5e6, 5e6}, false, []string{"0", "2.5M", "5.0M"}},
+		{[]float64{-20000, 0, 20000}, false, []string{"-20k", "0", "20k"}},
+		{[]float64{0.1, 1, 10, 100}, true, []string{"0.1", "1", "10", "100"}},
+		{[]float64{1000, 2000, 5000, 10000, 50000}, true, []string{"1k", "2k", "5k", "10k", "50k"}},
+		{[]float64{0, 1e-5, 2e-5}, false, []string{"0", "1.0e-05", "2.0e-05"}},
+		{[]float64{3e9, 6e9}, false, []string{"3G", "6G"}},
+	} {
+		f := tickFormat(tc.ticks, tc.log)
+		var got []string
+		for _, v := range tc.ticks {
+			got = append(got, f(v))
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("ticks %v (log %v) read %q, want %q", tc.ticks, tc.log, got, tc.want)
 		}
 	}
 }
@@ -436,6 +453,104 @@ func BenchmarkSVG(b *testing.B) {
 	for b.Loop() {
 		if _, err := c.SVG(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestErrorBarsAndValues: a bar chart with error bars and values writes
+// each value in one format above its bar, an error bar per value with a
+// half-width, and "n/a" for a category without data; a line series with
+// errors gets its bars too.
+func TestErrorBarsAndValues(t *testing.T) {
+	t.Parallel()
+	c := Chart{Kind: Bar, Y: Axis{Min: 0, Max: 1}, Categories: []string{"a", "b", "c"}, Values: true,
+		Series: []Series{{Name: "s", Y: []float64{1, 0.5, 0.25}, Err: []float64{0.1, 0, 0.05}}, {Name: "t", Y: []float64{0.4, math.NaN(), 0.2}}}}
+	b, err := c.SVG()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := parseSVG(t, b)
+	var values, missing []string
+	for _, n := range root.all(byClass("value")) {
+		values = append(values, n.Text)
+	}
+	for _, n := range root.all(byClass("value missing")) {
+		missing = append(missing, n.Text)
+	}
+	if want := []string{"1.00", "0.50", "0.25", "0.40", "0.20"}; !slices.Equal(values, want) {
+		t.Errorf("values %q, want %q", values, want)
+	}
+	if !slices.Equal(missing, []string{"n/a"}) {
+		t.Errorf("missing %q", missing)
+	}
+	if n := len(root.all(byClass("error-bar"))); n != 2*3 { // a stem and two caps each
+		t.Errorf("%d error-bar lines, want 6", n)
+	}
+	if got := len(root.all(byClass("bar"))); got != 5 {
+		t.Errorf("%d bars, want 5 (one has no data)", got)
+	}
+	// Labels replace the values they are given for.
+	c.Series[0].Labels = []string{"10 of 10", "", "<2.5s>"}
+	if b, err = c.SVG(); err != nil {
+		t.Fatal(err)
+	}
+	values = values[:0]
+	for _, n := range parseSVG(t, b).all(byClass("value")) {
+		values = append(values, n.Text)
+	}
+	if want := []string{"10 of 10", "0.50", "<2.5s>", "0.40", "0.20"}; !slices.Equal(values, want) {
+		t.Errorf("labelled values %q, want %q", values, want)
+	}
+	c.Series[1].Labels = []string{"x"}
+	if _, err := c.SVG(); err == nil || !strings.Contains(err.Error(), "1 labels for 3 values") {
+		t.Errorf("labels of the wrong length: %v", err)
+	}
+	l := lineChart()
+	l.Series[0].Err = make([]float64, 7)
+	l.Series[0].Err[3] = 1000
+	if b, err = l.SVG(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(parseSVG(t, b).all(byClass("error-bar"))); n != 3 {
+		t.Errorf("line chart: %d error-bar lines, want 3", n)
+	}
+	for _, bad := range [][]float64{{1}, {-1, 0, 0, 0, 0, 0, 0}, {math.NaN(), 0, 0, 0, 0, 0, 0}} {
+		l.Series[0].Err = bad
+		if _, err := l.SVG(); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Err %v: %v, want ErrInvalid", bad, err)
+		}
+	}
+}
+
+// TestTimeAxis: Unix seconds on a wall-clock axis tick on round times of
+// the location, all in one format, inside the data's range.
+func TestTimeAxis(t *testing.T) {
+	t.Parallel()
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		paris = time.FixedZone("CET", 3600)
+	}
+	start := time.Date(2026, 12, 1, 14, 3, 17, 0, paris)
+	for _, tc := range []struct {
+		span time.Duration
+		want []string
+	}{
+		{2 * time.Minute, []string{"14:03:30", "14:04:00", "14:04:30", "14:05:00"}},
+		{40 * time.Minute, []string{"14:10", "14:20", "14:30", "14:40"}},
+		{20 * time.Second, []string{"14:03:20", "14:03:25", "14:03:30", "14:03:35"}},
+	} {
+		xs := []float64{float64(start.Unix()), float64(start.Add(tc.span).Unix())}
+		c := Chart{X: Axis{Time: true, Location: paris}, Series: []Series{{Name: "q", X: xs, Y: []float64{1, 2}}}, Width: 640, Height: 300}
+		b, err := c.SVG()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, n := range parseSVG(t, b).all(byClass("tick x")) {
+			got = append(got, n.Text)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("span %v: ticks %q, want %q", tc.span, got, tc.want)
 		}
 	}
 }

@@ -4,18 +4,24 @@ import (
 	"image"
 	"image/color"
 	"math"
+
+	"golang.org/x/image/font"
+	"golang.org/x/image/math/fixed"
 )
 
 // canvas rasterizes a scene: anti-aliased lines, discs and boxes by
-// coverage, and text from the bitmap font with each font pixel a
-// scale×scale square.
+// coverage, and anti-aliased text from the Go fonts.
 type canvas struct {
 	img *image.RGBA
-	f   *font
+	f   *faces
 }
 
 func rasterize(sc *scene) *image.RGBA {
-	c := &canvas{img: image.NewRGBA(image.Rect(0, 0, sc.w, sc.h)), f: loadFont()}
+	f := sc.faces
+	if f == nil {
+		f = newFaces()
+	}
+	c := &canvas{img: image.NewRGBA(image.Rect(0, 0, sc.w, sc.h)), f: f}
 	bg := Background()
 	for i := 0; i < len(c.img.Pix); i += 4 {
 		c.img.Pix[i], c.img.Pix[i+1], c.img.Pix[i+2], c.img.Pix[i+3] = bg.R, bg.G, bg.B, 0xff
@@ -32,6 +38,12 @@ func rasterize(sc *scene) *image.RGBA {
 			for _, m := range sh.markers {
 				c.disc(m, sh.radius, sh.col)
 			}
+		}
+		for _, e := range sh.errs {
+			c.stroke([]pt{e.a, e.b}, e.width, e.col)
+		}
+		for _, v := range sh.values {
+			c.text(v)
 		}
 	}
 	for _, s := range sc.axes {
@@ -161,37 +173,44 @@ func (c *canvas) disc(ctr pt, r float64, col color.RGBA) {
 	}
 }
 
-// text draws a label with the bitmap font.
+// text draws a label: anti-aliased glyphs of the Go font; a vertical
+// label is drawn level into a scratch image and turned 90° counter-
+// clockwise about its anchor.
 func (c *canvas) text(l label) {
-	s := float64(l.scale)
-	w := textWidth(l.text, l.scale)
+	if l.text == "" {
+		return
+	}
+	face := c.f.face(l.size, l.bold)
 	start := 0.0
 	switch l.anchor {
 	case anchorMiddle:
-		start = -w / 2
+		start = -l.width / 2
 	case anchorEnd:
-		start = -w
+		start = -l.width
 	}
-	// Snap the anchor to whole pixels so glyph pixels stay crisp.
-	ax, ay := math.Round(l.x), math.Round(l.y)
-	start = math.Round(start)
-	for k, r := range []rune(l.text) {
-		g := c.f.glyph(r)
-		for row := range glyphH {
-			for col := range glyphW {
-				if !ink(g, col, row) {
-					continue
-				}
-				u := start + float64(k*advance*l.scale) + float64(col)*s // along the text
-				v := float64(row-glyphAbove) * s                         // down from the baseline
-				var b box
-				if l.vertical { // rotated 90° counter-clockwise about the anchor
-					b = box{ax + v, ay - u - s, ax + v + s, ay - u}
-				} else {
-					b = box{ax + u, ay + v, ax + u + s, ay + v + s}
-				}
-				c.fill(b, l.col)
+	m := face.Metrics()
+	asc, desc := math.Ceil(fix(m.Ascent))+1, math.Ceil(fix(m.Descent))+1
+	w := int(math.Ceil(l.width)) + 2
+	h := int(asc + desc)
+	mask := image.NewAlpha(image.Rect(0, 0, w, h))
+	d := font.Drawer{Dst: mask, Src: image.Opaque, Face: face, Dot: fixed.Point26_6{X: fixed.I(1), Y: fixed.I(int(asc))}}
+	d.DrawString(l.text)
+	// The mask's origin in the chart: its baseline point is (1, asc).
+	for y := range h {
+		for x := range w {
+			a := mask.AlphaAt(x, y).A
+			if a == 0 {
+				continue
 			}
+			u := start + float64(x-1) // along the text from the anchor
+			v := float64(y) - asc     // down from the baseline
+			var px, py float64
+			if l.vertical {
+				px, py = l.x+v, l.y-u
+			} else {
+				px, py = l.x+u, l.y+v
+			}
+			c.blend(int(math.Floor(px)), int(math.Floor(py)), l.col, float64(a)/255)
 		}
 	}
 }

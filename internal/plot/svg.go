@@ -12,8 +12,8 @@ import (
 // writeSVG renders sc as an SVG document; see the package doc for its
 // structure.
 func writeSVG(b *bytes.Buffer, sc *scene) {
-	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="DejaVu Sans Mono, Menlo, Consolas, monospace">`+"\n",
-		sc.w, sc.h, sc.w, sc.h)
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="%s">`+"\n",
+		sc.w, sc.h, sc.w, sc.h, fontFamily)
 	fmt.Fprintf(b, `<rect class="background" width="%d" height="%d" fill="%s"/>`+"\n", sc.w, sc.h, hex(Background()))
 	b.WriteString(`<g class="grid">` + "\n")
 	for _, s := range sc.grid {
@@ -42,6 +42,12 @@ func writeSVG(b *bytes.Buffer, sc *scene) {
 		}
 		for _, r := range sh.bars {
 			fmt.Fprintf(b, `<rect class="bar" x="%s" y="%s" width="%s" height="%s" fill="%s"/>`+"\n", num(r.x0), num(r.y0), num(r.x1-r.x0), num(r.y1-r.y0), hex(sh.col))
+		}
+		for _, e := range sh.errs {
+			svgLine(b, e, "error-bar")
+		}
+		for _, v := range sh.values {
+			svgText(b, v)
 		}
 		b.WriteString("</g>\n")
 	}
@@ -82,16 +88,24 @@ func svgLine(b *bytes.Buffer, s segment, class string) {
 		c, num(s.a.x), num(s.a.y), num(s.b.x), num(s.b.y), hex(s.col), num(s.width))
 }
 
-// svgText writes a label. The font size makes a monospace advance of 0.6em
-// match the bitmap font's.
+// svgText writes a label, its length fixed to the measured one so a
+// viewer's substitute for the Go font keeps the layout.
 func svgText(b *bytes.Buffer, l label) {
 	anchor := [...]string{"start", "middle", "end"}[l.anchor]
 	rot := ""
 	if l.vertical {
 		rot = fmt.Sprintf(` transform="rotate(-90 %s %s)"`, num(l.x), num(l.y))
 	}
-	fmt.Fprintf(b, `<text class="%s" x="%s" y="%s" font-size="%d" text-anchor="%s" fill="%s"%s>`,
-		l.class, num(l.x), num(l.y), 10*l.scale, anchor, hex(l.col), rot)
+	weight := ""
+	if l.bold {
+		weight = ` font-weight="bold"`
+	}
+	length := ""
+	if l.width > 0 {
+		length = fmt.Sprintf(` textLength="%s" lengthAdjust="spacingAndGlyphs"`, num(l.width))
+	}
+	fmt.Fprintf(b, `<text class="%s" x="%s" y="%s" font-size="%s"%s text-anchor="%s" fill="%s"%s%s>`,
+		l.class, num(l.x), num(l.y), num(l.size), weight, anchor, hex(l.col), length, rot)
 	xml.EscapeText(b, []byte(l.text))
 	b.WriteString("</text>\n")
 }

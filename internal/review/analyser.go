@@ -68,7 +68,16 @@ const (
 	KindDecisionSuperseded = "decision-superseded"
 	KindDecisionStatus     = "decision-status" // a reference to a rejected or deprecated decision
 	KindDecisionFormat     = "decision-format"
-	KindAnalyserError      = "analyser-error"
+	// KindDecisionContradiction: the change adds what an accepted
+	// decision forbids, in the paths it applies to.
+	KindDecisionContradiction = "decision-contradiction"
+	KindAnalyserError         = "analyser-error"
+	// KindUnscanned: a changed file the secret scan could not read. A
+	// skipped file is a finding, never silence.
+	KindUnscanned = "unscanned"
+	// KindRulesChanged: the change edits the review's own rules (its
+	// configuration, the decision records); a person must approve it.
+	KindRulesChanged = "rules-changed"
 )
 
 // Metric names the built-in analysers put in Finding.Metric.
@@ -89,10 +98,15 @@ type Metric struct {
 	// Delta is Head − Base for coverage (percentage points) and the
 	// relative change of the centers in percent for a benchmark.
 	Delta float64 `json:"delta"`
-	// P is a benchmark comparison's p-value; Significant is P < the
-	// analyser's alpha.
+	// P is a benchmark comparison's p-value. Significant: P is below
+	// the analyser's alpha and the head was on the same side of the base
+	// in all but at most one of the Rounds of interleaved runs (Slower
+	// counts the rounds where the head was slower), so that a burst of
+	// load on the machine during a few runs is not taken for a change.
 	P           *float64 `json:"p,omitempty"`
 	Significant bool     `json:"significant,omitempty"`
+	Rounds      int      `json:"rounds,omitempty"`
+	Slower      int      `json:"slower_rounds,omitempty"`
 }
 
 // Finding is one structured observation about a change. Kind, Severity,
@@ -101,12 +115,15 @@ type Metric struct {
 // file). ID is assigned by whoever stores it (the review); Cites names the
 // findings this one reacts to.
 type Finding struct {
-	ID        string   `json:"id,omitempty"`
-	Kind      string   `json:"kind"`
-	Severity  Severity `json:"severity"`
-	File      string   `json:"file,omitempty"`
-	Line      int      `json:"line,omitempty"`
-	Evidence  string   `json:"evidence"`
+	ID       string   `json:"id,omitempty"`
+	Kind     string   `json:"kind"`
+	Severity Severity `json:"severity"`
+	File     string   `json:"file,omitempty"`
+	Line     int      `json:"line,omitempty"`
+	Evidence string   `json:"evidence"`
+	// Action suggests what to do about the finding; the review fills in
+	// its kind's default (see DefaultAction) when an analyser gives none.
+	Action    string   `json:"action,omitempty"`
 	Analyser  string   `json:"analyser"`
 	Metric    *Metric  `json:"metric,omitempty"`
 	Decisions []string `json:"decisions,omitempty"`
@@ -148,7 +165,60 @@ func (f *Finding) Normalize() error {
 	if f.Evidence == "" {
 		return fmt.Errorf("%w: empty evidence", ErrFinding)
 	}
+	f.Action = clipBytes(strings.TrimSpace(f.Action), MaxEvidence/4)
 	return nil
+}
+
+// DefaultAction suggests what to do about a finding of kind; "" for kinds
+// that need nothing (info about the change).
+func DefaultAction(kind string) string {
+	switch kind {
+	case KindSecret:
+		return "remove the credential from the change and revoke it: a pushed commit keeps it in the history"
+	case KindUnscanned:
+		return "make the file readable to the scanner, or remove it from the change"
+	case KindSealed:
+		return "revert the change to the sealed path; a sealed path changes only in a change of its own that a person reviews"
+	case "deleted-tests":
+		return "restore the deleted test (a test renamed or moved keeps its checks and is not flagged)"
+	case "disabled-assertions":
+		return "restore the assertion so that as many checks run as at the base; moving a check into a table or a helper is fine"
+	case "skip-markers":
+		return "remove the skip; quarantine a flaky test in a change of its own that says why"
+	case "emptied-tests":
+		return "restore the file's tests, or delete the file in a change that says where they went"
+	case "test-bypass":
+		return "remove the early return, skip or dead code so that the test's assertions run"
+	case KindTestFailure:
+		return "make the failing test pass at the head: fix the code, or the test if the behaviour change is intended"
+	case KindBuildFailure:
+		return "fix the compile error at the place given"
+	case KindCoverage:
+		return "add tests for the code the change leaves uncovered"
+	case KindBenchmark:
+		return "profile the benchmark (go test -bench NAME -cpuprofile cpu.out) and remove the slowdown, or change max_bench_regression_pct in the base's review.yaml"
+	case KindAPIBreak:
+		return "keep the old identifier (deprecate it, add the new one beside it) or bump the module's major version"
+	case KindDecisionMissing:
+		return "refer to a decision that exists, or add its record under docs/decisions"
+	case KindDecisionSuperseded:
+		return "refer to the decision that supersedes it"
+	case KindDecisionStatus:
+		return "do not build on a rejected or deprecated decision: follow the accepted one, or propose a new decision record"
+	case KindDecisionFormat:
+		return "fix the record's heading or Status: line (see docs/decisions/README.md)"
+	case KindDecisionContradiction:
+		return "follow the decision, or supersede it with a new decision record in a change of its own that a person approves"
+	case KindAnalyserError:
+		return "fix what made the analyser fail (see its log) and re-run the review"
+	case KindCheckoutModified:
+		return "re-run the review; an analyser or reviewer that writes to its read-only checkout is misconfigured or hostile"
+	case KindRulesChanged:
+		return "a person approves the rule change (apiary review resolve ID approve), or it goes in a change of its own"
+	case KindObjection:
+		return "answer the reviewer's objection in the change"
+	}
+	return ""
 }
 
 // cleanRel reports whether p is a clean, slash-separated path inside the
@@ -216,6 +286,13 @@ type Analyser interface {
 // NeedsBase is implemented by analysers that read Change.BaseDir.
 type NeedsBase interface {
 	NeedsBase() bool
+}
+
+// Quiet is implemented by analysers that measure time (benchmarks): the
+// review runs them after the round's other analysers, one at a time, so
+// that those do not slow one side of a comparison.
+type Quiet interface {
+	Quiet() bool
 }
 
 // ErrAnalyser wraps infrastructure failures of the built-in analysers.

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/apiary-dev/apiary/internal/gate"
+	"github.com/apiary-dev/apiary/internal/rundir"
 )
 
 // Decision statuses.
@@ -37,6 +38,14 @@ type Decision struct {
 	Status       string `json:"status"`
 	SupersededBy string `json:"superseded_by,omitempty"`
 	File         string `json:"file"` // repository-relative
+	// AppliesTo are the paths (globs, as in when: rules) the decision
+	// constrains, from "Applies to: `a/*.go`, `b/`" lines; none means the
+	// files that refer to it ("decision: D-<n>").
+	AppliesTo []string `json:"applies_to,omitempty"`
+	// Forbids are regular expressions (RE2) for what the decision rules
+	// out, from "Forbids: `math/rand`" lines: a line the change adds to a
+	// path the decision applies to that matches one contradicts it.
+	Forbids []string `json:"forbids,omitempty"`
 }
 
 // ErrDecisionFormat: a decision record does not follow the format.
@@ -50,10 +59,16 @@ var (
 	// its input: "decision: D-3" or "decisions: D-3, D-7", in any comment
 	// syntax.
 	decisionRefAt = regexp.MustCompile(`^(?i)decisions?[ \t]*:[ \t]*(D-[0-9]{1,6}(?:[ \t]*,[ \t]*D-[0-9]{1,6})*)`)
-	refID         = regexp.MustCompile(`(?i)D-0*([0-9]{1,6})`)
+	// constraintLine matches "Applies to: ..." and "Forbids: ...", as a
+	// list item or bold like the Status line.
+	constraintLine = regexp.MustCompile(`(?i)^(?:[-*]\s+)?(?:\*\*)?(applies to|forbids)(?:\*\*)?\s*:\s*(?:\*\*\s*)?(.*?)\s*$`)
+	backticked     = regexp.MustCompile("`([^`]+)`")
+	refID          = regexp.MustCompile(`(?i)D-0*([0-9]{1,6})`)
 )
 
-// ParseDecision reads one decision record. Errors wrap ErrDecisionFormat
+// ParseDecision reads one decision record: its heading, its first Status
+// line and any "Applies to:" and "Forbids:" lines (each listing
+// backquoted globs or regular expressions). Errors wrap ErrDecisionFormat
 // and name the line.
 func ParseDecision(file string, src []byte) (Decision, error) {
 	d := Decision{File: file}
@@ -74,6 +89,29 @@ func ParseDecision(file string, src []byte) (Decision, error) {
 			d.ID, d.Title = "D-"+m[1], m[2]
 			continue
 		}
+		if m := constraintLine.FindStringSubmatch(line); m != nil {
+			var items []string
+			for _, b := range backticked.FindAllStringSubmatch(m[2], -1) {
+				items = append(items, b[1])
+			}
+			if len(items) == 0 {
+				return d, fmt.Errorf("%w: %s:%d: %s: list its items in backquotes, got %q", ErrDecisionFormat, file, n, m[1], clipLine(m[2]))
+			}
+			if strings.EqualFold(m[1], "forbids") {
+				for _, it := range items {
+					if _, err := regexp.Compile(it); err != nil {
+						return d, fmt.Errorf("%w: %s:%d: Forbids: %q is not a regular expression: %v", ErrDecisionFormat, file, n, it, err)
+					}
+				}
+				d.Forbids = append(d.Forbids, items...)
+			} else {
+				d.AppliesTo = append(d.AppliesTo, items...)
+			}
+			continue
+		}
+		if d.Status != "" {
+			continue
+		}
 		m := decisionStatus.FindStringSubmatch(line)
 		if m == nil {
 			continue
@@ -89,7 +127,6 @@ func ParseDecision(file string, src []byte) (Decision, error) {
 			}
 			d.Status, d.SupersededBy = StatusSuperseded, "D-"+sm[1]
 		}
-		return d, nil
 	}
 	if err := sc.Err(); err != nil {
 		return d, fmt.Errorf("%w: %s: %v", ErrDecisionFormat, file, err)
@@ -97,7 +134,10 @@ func ParseDecision(file string, src []byte) (Decision, error) {
 	if d.ID == "" {
 		return d, fmt.Errorf("%w: %s: no \"# D-<n>: Title\" heading", ErrDecisionFormat, file)
 	}
-	return d, fmt.Errorf("%w: %s: no \"Status:\" line", ErrDecisionFormat, file)
+	if d.Status == "" {
+		return d, fmt.Errorf("%w: %s: no \"Status:\" line", ErrDecisionFormat, file)
+	}
+	return d, nil
 }
 
 // DecisionRef is one reference to a decision found in a file.
@@ -151,11 +191,16 @@ func isWordByte(c byte) bool {
 
 // Decisions is the decisions gate: a reference to a decision that does not
 // exist or is superseded fails it (high) when the change adds the
-// reference or makes it stale (by removing or superseding the decision);
-// stale references the change did not touch are reported low. Malformed
-// records the change touches are high. Every decision the change touches —
-// referenced in a changed file, or its record changed — is reported as a
-// decision finding (info) naming it, so the report can list them.
+// reference or makes it stale (by removing or superseding the decision),
+// and so does a reference the change adds to a rejected or deprecated
+// decision; stale references the change did not touch are reported low.
+// Malformed records the change touches are high. A line the change adds
+// that an accepted decision forbids, in a path it applies to, is a
+// decision-contradiction (high); the constraints are the base's records,
+// so a change cannot lift the rule it breaks. Every decision the change
+// touches — referenced in a changed file, its record changed, or one of
+// the paths it applies to changed — is reported as a decision finding
+// (info) naming it, so the report can list them.
 type Decisions struct {
 	Dir string // decisions directory; default docs/decisions
 	// MaxFileBytes bounds the files searched for references; default 1 MiB.
@@ -204,6 +249,11 @@ func (a Decisions) Analyse(ctx context.Context, c *Change) ([]Finding, error) {
 		if f, bad := refFinding(r, head, base, isAdded); bad {
 			out = append(out, f)
 		}
+	}
+	contra, applied := contradictions(c, base, refs, added, dir)
+	out = append(out, contra...)
+	for id, where := range applied {
+		touched[id] = append(touched[id], where...)
 	}
 	for p, st := range changed {
 		if inDir(p, dir) && strings.HasSuffix(p, ".md") {
@@ -268,9 +318,12 @@ func refFinding(r DecisionRef, head, base map[string]Decision, isAdded bool) (Fi
 		}
 	case d.Status == StatusRejected || d.Status == StatusDeprecated:
 		f.Kind, f.Severity = KindDecisionStatus, SevLow
-		f.Evidence = fmt.Sprintf("reference to %s, which is %s", r.ID, d.Status)
-		if isAdded || !inBase || bd.Status != d.Status {
-			f.Severity = SevMedium
+		f.Evidence = fmt.Sprintf("reference to %s, which is %s (a pre-existing reference)", r.ID, d.Status)
+		switch {
+		case isAdded:
+			f.Severity, f.Evidence = SevHigh, fmt.Sprintf("the change adds a reference to %s (%q), which is %s: it builds on a decision the project turned down", r.ID, d.Title, d.Status)
+		case !inBase || bd.Status != d.Status:
+			f.Severity, f.Evidence = SevHigh, fmt.Sprintf("the change makes %s %s but this reference to it remains", r.ID, d.Status)
 		}
 	default:
 		return f, false
@@ -382,4 +435,89 @@ func inDir(p, dir string) bool { return strings.HasPrefix(p, dir+"/") }
 func idNum(id string) int {
 	n, _ := strconv.Atoi(strings.TrimPrefix(id, "D-"))
 	return n
+}
+
+// contradictions checks the lines the change adds against the accepted
+// base decisions that forbid something: in the paths a decision applies
+// to (its Applies to: globs, else the files that refer to it at the head),
+// an added line matching one of its Forbids expressions contradicts it.
+// It also returns, per decision, the changed paths it applies to.
+func contradictions(c *Change, base map[string]Decision, refs []DecisionRef, added map[string]map[int]bool, dir string) ([]Finding, map[string][]string) {
+	referring := map[string]map[string]bool{} // id → files that refer to it
+	for _, r := range refs {
+		if referring[r.ID] == nil {
+			referring[r.ID] = map[string]bool{}
+		}
+		referring[r.ID][r.File] = true
+	}
+	ids := make([]string, 0, len(base))
+	for id := range base {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return idNum(ids[i]) < idNum(ids[j]) })
+	var out []Finding
+	applied := map[string][]string{}
+	for _, id := range ids {
+		d := base[id]
+		if d.Status != StatusAccepted {
+			continue
+		}
+		var res []*regexp.Regexp
+		for _, f := range d.Forbids {
+			if re, err := regexp.Compile(f); err == nil {
+				res = append(res, re)
+			}
+		}
+		for _, ch := range c.Changes {
+			if ch.Status == 'D' || inDir(ch.Path, dir) || !appliesTo(d, ch.Path, referring[id]) {
+				continue
+			}
+			applied[id] = append(applied[id], ch.Path+" (it applies to)")
+			if len(res) == 0 || len(added[ch.Path]) == 0 {
+				continue
+			}
+			lines, err := readLines(c.HeadDir, ch.Path)
+			if err != nil {
+				continue
+			}
+			for n, text := range lines {
+				if !added[ch.Path][n+1] {
+					continue
+				}
+				for _, re := range res {
+					if re.MatchString(text) {
+						out = append(out, Finding{Kind: KindDecisionContradiction, Severity: SevHigh, File: ch.Path, Line: n + 1, Decisions: []string{id},
+							Evidence: fmt.Sprintf("the change adds %q, which %s (%q, accepted) forbids: it matches `%s`", clipLine(text), id, d.Title, re)})
+						break
+					}
+				}
+			}
+		}
+	}
+	return out, applied
+}
+
+// appliesTo reports whether decision d constrains path p.
+func appliesTo(d Decision, p string, referring map[string]bool) bool {
+	if len(d.AppliesTo) == 0 {
+		return referring[p]
+	}
+	for _, g := range d.AppliesTo {
+		if MatchGlob(g, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// readLines reads a text file's lines (at most 16 MiB of it).
+func readLines(root, p string) ([]string, error) {
+	b, err := rundir.ReadLimited(filepath.Join(root, filepath.FromSlash(p)), 16<<20)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
+		return nil, errors.New("binary")
+	}
+	return strings.Split(string(b), "\n"), nil
 }

@@ -2,6 +2,8 @@ package review
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -25,6 +27,11 @@ func TestParseDecision(t *testing.T) {
 		{"unknown status", "# D-1: X\nStatus: maybe\n", Decision{}},
 		{"superseded by nothing", "# D-1: X\nStatus: superseded\n", Decision{}},
 		{"empty", "", Decision{}},
+		{"constraints", "# D-2: Random ids\n\nStatus: accepted\n\n- **Applies to:** `uuid.go`, `gen/`\nForbids: `\"math/rand\"` and `rand\\.Seed\\(`\n",
+			Decision{ID: "D-2", Title: "Random ids", Status: StatusAccepted, AppliesTo: []string{"uuid.go", "gen/"}, Forbids: []string{`"math/rand"`, `rand\.Seed\(`}}},
+		{"constraints before the status", "# D-2: X\nForbids: `a+`\nStatus: accepted\n", Decision{ID: "D-2", Title: "X", Status: StatusAccepted, Forbids: []string{"a+"}}},
+		{"a bad expression", "# D-2: X\nStatus: accepted\nForbids: `a(`\n", Decision{}},
+		{"constraints without backquotes", "# D-2: X\nStatus: accepted\nApplies to: everything\n", Decision{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,7 +44,7 @@ func TestParseDecision(t *testing.T) {
 				return
 			}
 			tt.want.File = "docs/decisions/x.md"
-			if err != nil || d != tt.want {
+			if err != nil || !reflect.DeepEqual(d, tt.want) {
 				t.Fatalf("ParseDecision = %+v, %v; want %+v", d, err, tt.want)
 			}
 		})
@@ -153,5 +160,66 @@ func TestDecisionsGate(t *testing.T) {
 		for _, f := range fs {
 			t.Logf("  %s %s: %s", f.Kind, f.Where(), f.Evidence)
 		}
+	}
+}
+
+// TestDecisionContradictions: a change that adds what an accepted decision
+// forbids, where it applies, is blocked citing it — even when the same
+// change also edits the record to lift the rule (the base's records are
+// the rules); building on a rejected decision is high too.
+func TestDecisionContradictions(t *testing.T) {
+	t.Parallel()
+	const ids = "# D-1: IDs come from crypto/rand\n\nStatus: accepted\nApplies to: `uuid.go`, `gen/`\nForbids: `\"math/rand\"`, `rand\\.Seed\\(`\n"
+	const marked = "# D-2: Parsing never allocates\n\nStatus: accepted\nForbids: `make\\(`\n"
+	const rejected = "# D-3: Use a global generator\n\nStatus: rejected\n"
+	base := map[string]string{
+		"docs/decisions/D-1-ids.md":    ids,
+		"docs/decisions/D-2-parse.md":  marked,
+		"docs/decisions/D-3-global.md": rejected,
+		"uuid.go":                      "package uuid\n\nimport \"crypto/rand\"\n\nvar _ = rand.Reader\n",
+		"parse.go":                     "package uuid\n\n// decision: D-2\nfunc Parse(s string) {}\n",
+		"other.go":                     "package uuid\n\nfunc f() { _ = make([]int, 1) }\n",
+	}
+	c := changeOf(t, base, map[string]string{
+		"docs/decisions/D-1-ids.md": strings.Replace(ids, "Forbids: `\"math/rand\"`, `rand\\.Seed\\(`\n", "", 1),
+		"uuid.go":                   "package uuid\n\nimport \"math/rand\"\n\nvar _ = rand.Int\n",
+		"gen/gen.go":                "package gen\n\nimport \"crypto/rand\"\n\nvar _ = rand.Reader\n",
+		"parse.go":                  "package uuid\n\n// decision: D-2\nfunc Parse(s string) { _ = make([]byte, len(s)) }\n",
+		"other.go":                  "package uuid\n\nfunc f() { _ = make([]int, 2) }\n", // D-2 does not apply here
+		"global.go":                 "package uuid\n\n// decision: D-3\nvar global = 1\n",
+	})
+	fs, err := Decisions{}.Analyse(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range fs {
+		if f.Kind != KindDecision {
+			got = append(got, fmt.Sprintf("%s %s %s %v", f.Kind, f.Severity, f.Where(), f.Decisions))
+		}
+	}
+	slices.Sort(got)
+	want := []string{
+		"decision-contradiction high parse.go:4 [D-2]",
+		"decision-contradiction high uuid.go:3 [D-1]",
+		"decision-status high global.go:3 [D-3]",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("findings\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, f := range fs {
+		if f.Kind == KindDecisionContradiction && !strings.Contains(f.Evidence, "forbids") {
+			t.Errorf("evidence %q", f.Evidence)
+		}
+	}
+	// The decisions the change touches include those whose paths changed.
+	touched := map[string]bool{}
+	for _, f := range fs {
+		if f.Kind == KindDecision {
+			touched[f.Decisions[0]] = true
+		}
+	}
+	if !touched["D-1"] || !touched["D-2"] || !touched["D-3"] {
+		t.Errorf("touched %v", touched)
 	}
 }

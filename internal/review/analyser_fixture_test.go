@@ -1,12 +1,14 @@
 package review
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apiary-dev/apiary/internal/envtest"
+	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/git/gittest"
 )
 
@@ -64,8 +66,11 @@ func TestSecretScan(t *testing.T) {
 			t.Errorf("evidence leaks the secret: %s", f.Evidence)
 		}
 	}
-	if _, err := (SecretScan{}).Analyse(t.Context(), c); err == nil {
-		t.Error("a secret scan without a scanner succeeded")
+	// Without the extra scanner, the built-in detectors still find the
+	// key (personal data is the extra scanner's).
+	fs, err = SecretScan{}.Analyse(t.Context(), c)
+	if got := summary(fs); err != nil || !slices.Equal(got, []string{"secret critical config.go:4"}) {
+		t.Errorf("built-in only: %v (%v)", got, err)
 	}
 }
 
@@ -147,7 +152,8 @@ func TestGoTest(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := summary(fs)
-	for _, w := range []string{"test-failure high calc/calc_test.go:5", "build-failure high extra"} {
+	// Each failure is at its place: the failing check, the compile error.
+	for _, w := range []string{"test-failure high calc/calc_test.go:7", "build-failure high extra/extra.go:3"} {
 		if !slices.Contains(got, w) {
 			t.Errorf("missing %q in %v", w, got)
 		}
@@ -184,4 +190,28 @@ func TestGoBench(t *testing.T) {
 		t.Fatalf("finding %+v metric %+v", f, m)
 	}
 	t.Logf("%s", f.Evidence)
+}
+
+// TestSecretScanUnreadable: a changed file the scan cannot read is a
+// finding, never silence; a symbolic link is scanned as its target's name.
+func TestSecretScanUnreadable(t *testing.T) {
+	t.Parallel()
+	c := changeOf(t, map[string]string{"a.txt": "a\n"}, map[string]string{"a.txt": "b\n", "gone.txt": "x\n"})
+	if err := os.Chmod(c.HeadDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(c.HeadDir, "gone.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("ghp_"+"Q7vK2mX9pL4wR8tY3nB6cD1fH5jZ0aS2eG4u", filepath.Join(c.HeadDir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	c.Changes = append(c.Changes, git.Change{Status: 'A', Path: "link"})
+	fs, err := SecretScan{}.Analyse(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := summary(fs), []string{"secret critical link:1", "unscanned high gone.txt"}; !slices.Equal(got, want) {
+		t.Errorf("findings %v, want %v", got, want)
+	}
 }

@@ -1,6 +1,8 @@
 package review
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -116,6 +118,50 @@ func FuzzParseCoverProfile(f *testing.F) {
 		}
 		if cp.covered < 0 || cp.covered > cp.statements || cp.percent() < 0 || cp.percent() > 100 {
 			t.Fatalf("impossible coverage %+v", cp)
+		}
+	})
+}
+
+// TestFirstError: the place of the first error in go's output, relative to
+// the repository, in each form go prints it.
+func TestFirstError(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	for _, p := range []string{"calc/calc.go", "calc/calc_test.go"} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		out       []string
+		file, msg string
+		line      int
+	}{
+		{[]string{"# ex.com/m/calc", "calc/calc.go:3:9: syntax error: unexpected {"}, "calc/calc.go", "syntax error: unexpected {", 3},
+		{[]string{"2026/12/01 23:34:42 cover: ../x/calc/calc.go: ../" + filepath.Base(root) + "/calc/calc.go:7:2: expected ')'"}, "calc/calc.go", "expected ')'", 7},
+		{[]string{"    calc_test.go:12: Add(1, 2) = 4, want 3"}, "calc/calc_test.go", "Add(1, 2) = 4, want 3", 12},
+		{[]string{root + "/calc/calc.go:5:1: undefined: x"}, "calc/calc.go", "undefined: x", 5},
+		{[]string{"/elsewhere/x.go:5:1: undefined: x", "nothing.go:0: x", "calc/missing.go:1: x"}, "", "", 0},
+	} {
+		file, line, msg := firstError(root, "calc", tt.out)
+		if file != tt.file || line != tt.line || msg != tt.msg {
+			t.Errorf("firstError(%q) = %s:%d %q, want %s:%d %q", tt.out, file, line, msg, tt.file, tt.line, tt.msg)
+		}
+	}
+}
+
+// FuzzFirstError: any output gives a place inside the repository or none.
+func FuzzFirstError(f *testing.F) {
+	f.Add("calc/calc.go:3:9: syntax error")
+	f.Add("../../etc/passwd.go:1: x")
+	f.Fuzz(func(t *testing.T, line string) {
+		root := t.TempDir()
+		file, n, _ := firstError(root, "calc", []string{line})
+		if file != "" && (n <= 0 || strings.HasPrefix(file, "..") || filepath.IsAbs(file)) {
+			t.Fatalf("%q: %s:%d", line, file, n)
 		}
 	})
 }

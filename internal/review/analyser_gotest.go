@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,7 +18,7 @@ import (
 // -cover -coverprofile`) and reports failing tests and the coverage delta.
 // A test failing at the head is high severity, medium if it fails at the
 // base too (the change did not cause it); a package that does not build is
-// a build-failure. Coverage is reported as a finding whose Metric carries
+// a build-failure at the file and line of its first error. Coverage is reported as a finding whose Metric carries
 // base, head and delta in percentage points of statements, for the whole
 // module and per package that lost coverage.
 type GoTest struct {
@@ -139,7 +141,14 @@ func (g GoTest) pkgFindings(c *Change, mod, name string, p, bp *goPkgResult) []F
 		if pkg == "" {
 			pkg = "the module"
 		}
-		out = append(out, Finding{Kind: KindBuildFailure, Severity: sev, File: dirOrEmpty(dir),
+		file, line, msg := firstError(c.HeadDir, dir, p.output)
+		if file == "" {
+			file = dirOrEmpty(dir)
+		}
+		if msg != "" {
+			what += ": " + msg
+		}
+		out = append(out, Finding{Kind: KindBuildFailure, Severity: sev, File: file, Line: line,
 			Evidence: fmt.Sprintf("package %s %s at the head:\n%s", pkg, what, strings.Join(p.output, "\n"))})
 	}
 	for _, t := range failed {
@@ -147,8 +156,13 @@ func (g GoTest) pkgFindings(c *Change, mod, name string, p, bp *goPkgResult) []F
 		if bp != nil && bp.tests[t] != nil && bp.tests[t].status == "fail" {
 			sev, note = SevMedium, " (it fails at the base too)"
 		}
-		top, _, _ := strings.Cut(t, "/")
-		file, line := findFunc(c.HeadDir, dir, top)
+		// The place of the failing check, as the test's output names it;
+		// else where the test is declared.
+		file, line, _ := firstError(c.HeadDir, dir, p.tests[t].output)
+		if file == "" {
+			top, _, _ := strings.Cut(t, "/")
+			file, line = findFunc(c.HeadDir, dir, top)
+		}
 		if file == "" {
 			file = dirOrEmpty(dir)
 		}
@@ -214,4 +228,42 @@ func round1(v float64) float64 {
 		return -round1(-v)
 	}
 	return float64(int64(v*10+0.5)) / 10
+}
+
+// errorLine finds "file.go:12:5: message" (compilers, vet; the cover
+// tool prefixes a time and its own name) and "    file_test.go:12:
+// message" (a failing test's output) in a line.
+var errorLine = regexp.MustCompile(`([^\s:]+\.go):([0-9]+)(?::[0-9]+)?: (.*)$`)
+
+// firstError finds the first output line that names a Go file and line,
+// and returns that place relative to the repository (the file must exist
+// at the head: relative to the module root, where go test ran, or to the
+// package's directory) and its message.
+func firstError(root, dir string, output []string) (string, int, string) {
+	for _, l := range output {
+		m := errorLine.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		n, err := strconv.Atoi(m[2])
+		if err != nil || n <= 0 {
+			continue
+		}
+		var cands []string
+		if filepath.IsAbs(m[1]) {
+			cands = []string{m[1]}
+		} else {
+			cands = []string{filepath.Join(root, m[1]), filepath.Join(root, filepath.FromSlash(dir), m[1])}
+		}
+		for _, abs := range cands {
+			rel, err := filepath.Rel(root, abs)
+			if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				continue
+			}
+			if fi, err := os.Stat(abs); err == nil && fi.Mode().IsRegular() {
+				return filepath.ToSlash(rel), n, strings.TrimSpace(m[3])
+			}
+		}
+	}
+	return "", 0, ""
 }

@@ -9,5 +9,11 @@
 // it passes like any task's work. Consensus may propose; only an invariant
 // gate may commit.
 //
-// decision: D-1
+// A review cannot be gamed by the change it judges: its rules come from the
+// operator or the base commit, never the change; its agent tasks work in
+// checkouts and private directories of their own, none seeing another's
+// work before all have answered; its reports are sealed with the
+// repository's review key, and resolve refuses one that does not verify.
+//
+// decisions: D-1, D-5
 package review

@@ -11,6 +11,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/apiary-dev/apiary/internal/gate"
 )
 
 // Function extraction, for duplicate detection (the swarm's merge role)
@@ -51,25 +53,35 @@ func oneLine(s string) string {
 	return s
 }
 
-// LangOf names the language of a file by its extension ("" if unknown).
+// LangOf names the language of a file, by gate.SourceLang's rules, as Func.Lang
+// records it: "go", "py", "js" (JavaScript and TypeScript), "" if unknown.
 func LangOf(file string) string {
-	switch path.Ext(file) {
-	case ".go":
+	switch gate.SourceLang(file) {
+	case gate.LangGo:
 		return "go"
-	case ".py":
+	case gate.LangPython:
 		return "py"
-	case ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx":
+	case gate.LangJS:
 		return "js"
 	}
 	return ""
 }
 
-// IsTestFile reports files whose functions are tests, not utilities.
-func IsTestFile(file string) bool {
-	base := path.Base(file)
-	return strings.HasSuffix(base, "_test.go") || strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py") ||
-		strings.Contains(base, ".test.") || strings.Contains(base, ".spec.") ||
-		strings.Contains("/"+file, "/vendor/") || strings.Contains("/"+file, "/node_modules/")
+// UtilityFile reports whether the functions of file are utilities others
+// may reuse, so that duplicate detection and the utility index read them:
+// a source file of a language ExtractFuncs reads that is neither a test
+// file (gate.IsTestFile) nor another project's code or a fixture (below a
+// vendor/, node_modules/ or testdata/ directory).
+func UtilityFile(file string) bool {
+	if LangOf(file) == "" || gate.IsTestFile(file) {
+		return false
+	}
+	for _, d := range strings.Split(path.Dir(file), "/") {
+		if d == "vendor" || d == "node_modules" || d == "testdata" {
+			return false
+		}
+	}
+	return true
 }
 
 // ExtractFuncs returns the functions defined in src, a file named file.

@@ -70,3 +70,56 @@ func TestSignatures(t *testing.T) {
 		}
 	}
 }
+
+// TestLangOf: the language names follow gate.SourceLang.
+func TestLangOf(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ file, want string }{
+		{"a/b.go", "go"}, {"a/b_test.go", "go"}, {"x.py", "py"},
+		{"a.js", "js"}, {"a.jsx", "js"}, {"a.mjs", "js"}, {"a.cjs", "js"},
+		{"a.ts", "js"}, {"a.tsx", "js"}, {"a.mts", "js"}, {"a.cts", "js"},
+		{"README.md", ""}, {"go.mod", ""}, {"src/lib.rs", ""}, {"Makefile", ""},
+	} {
+		if got := LangOf(tt.file); got != tt.want {
+			t.Errorf("LangOf(%q) = %q, want %q", tt.file, got, tt.want)
+		}
+	}
+}
+
+// TestUtilityFile: test files by gate's rules, vendored code and fixtures
+// hold no utilities; nor do files of languages ExtractFuncs does not read.
+func TestUtilityFile(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		file string
+		want bool
+	}{
+		{"util/sum.go", true},
+		{"util/test_helpers.go", true}, // test_* is Python's marker, not Go's
+		{"util/sum.spec.go", true},
+		{"pkg/helpers.py", true},
+		{"web/sum.ts", true},
+		{"web/sum.mts", true},
+		{"web/latest/sum.js", true},
+		{"util/sum_test.go", false},
+		{"pkg/test_sum.py", false},
+		{"pkg/sum_test.py", false},
+		{"pkg/conftest.py", false},
+		{"pkg/tests/helpers.py", false},
+		{"web/sum.test.ts", false},
+		{"web/sum.spec.js", false},
+		{"web/__tests__/sum.js", false},
+		{"test/sum.js", false},
+		{"vendor/x/y.go", false},
+		{"a/vendor/x/y.go", false},
+		{"web/node_modules/lib/index.js", false},
+		{"pkg/testdata/x.go", false},
+		{"pkg/testdata/x_test.go", false}, // no test to the go command, but a fixture
+		{"README.md", false},
+		{"src/lib.rs", false},
+	} {
+		if got := UtilityFile(tt.file); got != tt.want {
+			t.Errorf("UtilityFile(%q) = %v, want %v", tt.file, got, tt.want)
+		}
+	}
+}

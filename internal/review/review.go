@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -57,8 +56,8 @@ type Options struct {
 	// Board stores the findings; nil keeps them on disk only (the
 	// subscriptions round then reads them from memory).
 	Board Board
-	// Secrets is the secret-scan analyser's scanner; nil makes that
-	// analyser fail (an analyser-error finding).
+	// Secrets is an extra set of secret detectors for the secret-scan
+	// analyser, beside its built-in ones; nil: the built-in ones only.
 	Secrets SecretScanner
 	// Models gives agent analysers and reviewers model access.
 	Models attempt.ModelAccess
@@ -74,6 +73,12 @@ type Options struct {
 	// OnAnalyser, if set, sees every analyser, reviewer and skipped
 	// analyser as it finishes; calls are serialized.
 	OnAnalyser func(AnalyserRun)
+	// KeyFile holds the review key that authenticates reports (created
+	// on first use); "" means .apiary/review.key in the repository.
+	KeyFile string
+	// TempDir is where review tasks get their private directories; ""
+	// means the system's temporary directory.
+	TempDir string
 	// Now and Rand drive ids, timestamps and durations.
 	Now    func() time.Time
 	Rand   io.Reader
@@ -94,8 +99,12 @@ type Request struct {
 	// Tags select analysers (When.Tags) besides those in the change's
 	// "Apiary-Tags:" commit trailers.
 	Tags []string
-	// Config is the review configuration; nil means DefaultReviewConfig.
-	Config *Config
+	// Config is the review configuration, given by the operator from
+	// outside the repository; nil means the file ConfigPath (default
+	// review.yaml) as the base commit has it, else DefaultConfig. The
+	// change under review never supplies its own rules.
+	Config     *Config
+	ConfigPath string
 	// Apply integrates the change through the runtime when the decision
 	// is merge.
 	Apply bool
@@ -125,12 +134,16 @@ type reviewRun struct {
 	headDir   string
 	baseDir   string
 	started   time.Time
+	cfgSource string // where the configuration came from
+	priv      string // root of the tasks' private directories
+	key       []byte // authenticates the report
 
 	mu       sync.Mutex
 	findings []Finding
 	counts   map[string]int // findings per analyser, for ids
 	runs     []AnalyserRun
-	tainted  []string // agent tasks that wrote to their checkouts, not yet reported
+	tainted  []string                     // agent tasks that wrote to their checkouts, not yet reported
+	held     map[string]map[string][]byte // task → files, until published
 }
 
 // Run reviews one change and returns its report, which is also written
@@ -143,9 +156,20 @@ func Run(ctx context.Context, opt Options, req Request) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer os.RemoveAll(rv.priv)
 	defer rv.removeWorktrees()
+	defer func() {
+		if perr := rv.publish(); perr != nil {
+			rv.log.Warn("review: publishing task files", "err", perr)
+		}
+	}()
 	if err := rv.checkout(ctx); err != nil {
 		return nil, err
+	}
+	if fs := rv.rulesChanged(); len(fs) > 0 {
+		if _, err := rv.addFindings(ctx, reviewSelf, fs, nil); err != nil {
+			return nil, err
+		}
 	}
 	first, second := rv.selectAnalysers()
 	if err := rv.runRound(ctx, first, 1, nil); err != nil {
@@ -154,14 +178,20 @@ func Run(ctx context.Context, opt Options, req Request) (*Report, error) {
 	if _, err := rv.checkIntact(ctx, "round 1"); err != nil {
 		return nil, err
 	}
+	if err := rv.publish(); err != nil {
+		return nil, err
+	}
 	if err := rv.reactions(ctx, second); err != nil {
 		return nil, err
 	}
 	if _, err := rv.checkIntact(ctx, "round 2"); err != nil {
 		return nil, err
 	}
+	if err := rv.publish(); err != nil {
+		return nil, err
+	}
 	rep := rv.report()
-	if rep.Decision == Merge && rv.cfg.Reviewers != nil {
+	if onlyPending(rep.Rules) && rv.cfg.Reviewers != nil {
 		if err := rv.adversarial(ctx, rep); err != nil {
 			return nil, err
 		}
@@ -172,10 +202,14 @@ func Run(ctx context.Context, opt Options, req Request) (*Report, error) {
 		if len(ids) > 0 {
 			rep.Findings = rv.currentFindings()
 			rep.Rules = append(rep.Rules, RuleResult{Rule: RuleIntegrity, Findings: ids,
-				Detail: "a reviewer wrote to the read-only checkout"})
-			rep.Decision, rep.Reasons = decide(rep.Rules), reasons(rep.Rules)
+				Detail: "a reviewer wrote to its read-only checkout"})
+		}
+		if err := rv.publish(); err != nil {
+			return nil, err
 		}
 	}
+	rep.Decision, rep.Reasons = decide(rep.Rules), nonNil(reasons(rep.Rules))
+	rep.Next = nextStep(rep.Rules, rep.Reviewers)
 	rv.removeWorktrees()
 	var applyErr error
 	if req.Apply && rep.Decision == Merge {
@@ -197,7 +231,8 @@ func newReviewRun(ctx context.Context, opt Options, req Request) (*reviewRun, er
 	case (req.Head == "") == (req.Patch == ""):
 		return nil, fmt.Errorf("%w: give exactly one of a head revision and a patch", ErrRequest)
 	}
-	rv := &reviewRun{opt: opt, req: req, cfg: req.Config, now: opt.Now, rnd: opt.Rand, log: opt.Logger, counts: map[string]int{}}
+	rv := &reviewRun{opt: opt, req: req, now: opt.Now, rnd: opt.Rand, log: opt.Logger, counts: map[string]int{},
+		held: map[string]map[string][]byte{}}
 	if rv.now == nil {
 		rv.now = time.Now
 	}
@@ -206,9 +241,6 @@ func newReviewRun(ctx context.Context, opt Options, req Request) (*reviewRun, er
 	}
 	if rv.log == nil {
 		rv.log = slog.New(slog.DiscardHandler)
-	}
-	if rv.cfg == nil {
-		rv.cfg = DefaultConfig()
 	}
 	rv.started = rv.now()
 	root, err := opt.Repo.TopLevel(ctx)
@@ -232,7 +264,13 @@ func newReviewRun(ctx context.Context, opt Options, req Request) (*reviewRun, er
 	if err := rundir.Init(root); err != nil {
 		return nil, err
 	}
+	if rv.key, err = loadKey(keyPath(opt, root), rv.rnd, true); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(rv.dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := rv.privateRoot(); err != nil {
 		return nil, err
 	}
 	rv.wt = rundir.NewWorktreeLock(root)
@@ -270,9 +308,44 @@ func (rv *reviewRun) skippedRuns() []AnalyserRun {
 }
 
 // runRound runs analysers in parallel, at most MaxParallel at once, and
-// waits for all of them. inputs, for a reaction round, maps an analyser to
-// the findings it reacts to.
+// waits for all of them; then the quiet ones (benchmarks), one at a time.
+// inputs, for a reaction round, maps an analyser to the findings it
+// reacts to.
 func (rv *reviewRun) runRound(ctx context.Context, as []*AnalyserConfig, round int, inputs map[string][]Finding) error {
+	var loud, quiet []*AnalyserConfig
+	for _, a := range as {
+		if rv.isQuiet(a) {
+			quiet = append(quiet, a)
+		} else {
+			loud = append(loud, a)
+		}
+	}
+	if err := rv.runParallel(ctx, loud, round, inputs); err != nil {
+		return err
+	}
+	for _, a := range quiet {
+		if err := rv.runAnalyser(ctx, a, round, inputs[a.Name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isQuiet reports whether a is a built-in that measures time.
+func (rv *reviewRun) isQuiet(a *AnalyserConfig) bool {
+	if a.Builtin == "" {
+		return false
+	}
+	an, err := rv.builtin(a)
+	if err != nil {
+		return false
+	}
+	q, ok := an.(Quiet)
+	return ok && q.Quiet()
+}
+
+// runParallel runs analysers in parallel, at most MaxParallel at once.
+func (rv *reviewRun) runParallel(ctx context.Context, as []*AnalyserConfig, round int, inputs map[string][]Finding) error {
 	par := rv.opt.MaxParallel
 	if par <= 0 {
 		par = 4
@@ -373,9 +446,10 @@ func (rv *reviewRun) storedFindings(ctx context.Context) ([]Finding, error) {
 }
 
 // addFindings normalizes an analyser's findings, numbers them, applies the
-// configured severity overrides and stores them on the board and on disk.
-// A malformed finding becomes an analyser-error finding.
-func (rv *reviewRun) addFindings(ctx context.Context, name, taskDir string, fs []Finding, cites []string) ([]Finding, error) {
+// configured severity overrides and default actions, and stores them on
+// the board (and, when its stage is over, in the task's folder). A
+// malformed finding becomes an analyser-error finding.
+func (rv *reviewRun) addFindings(ctx context.Context, name string, fs []Finding, cites []string) ([]Finding, error) {
 	out := make([]Finding, 0, len(fs))
 	for _, f := range fs {
 		if err := f.Normalize(); err != nil {
@@ -386,6 +460,9 @@ func (rv *reviewRun) addFindings(ctx context.Context, name, taskDir string, fs [
 		}
 		if len(f.Cites) == 0 {
 			f.Cites = cites
+		}
+		if f.Action == "" {
+			f.Action = DefaultAction(f.Kind)
 		}
 		f.Analyser = name
 		out = append(out, f)
@@ -416,7 +493,7 @@ func (rv *reviewRun) addFindings(ctx context.Context, name, taskDir string, fs [
 			}
 		}
 	}
-	if err := rundir.WriteJSON(filepath.Join(taskDir, "findings.json"), nonNil(mine)); err != nil {
+	if err := rv.holdJSON(name, "findings.json", nonNil(mine)); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -35,6 +35,9 @@ func (rv *reviewRun) checkout(ctx context.Context) error {
 	if rv.mergeBase, err = rv.repo.MergeBase(ctx, rv.base, rv.head); err != nil {
 		return fmt.Errorf("%w: %s and %s share no history: %w", ErrRequest, rv.req.Base, rv.head, err)
 	}
+	if err := rv.loadConfig(ctx); err != nil {
+		return err
+	}
 	if rv.changes, err = rv.repo.DiffNameStatus(ctx, rv.mergeBase, rv.head); err != nil {
 		return err
 	}
@@ -130,16 +133,17 @@ const KindCheckoutModified = "checkout-modified"
 const reviewSelf = "review"
 
 // checkIntact verifies after a stage that the shared checkouts still hold
-// exactly their commits and that no agent task wrote to its own checkout,
-// and reports (and returns the ids of) a checkout-modified finding for
-// each that did.
+// exactly their commits — nothing modified, nothing added, ignored files
+// included — and that no agent task wrote to its own checkout, and
+// reports (and returns the ids of) a checkout-modified finding for each
+// that did.
 func (rv *reviewRun) checkIntact(ctx context.Context, stage string) ([]string, error) {
 	var fs []Finding
 	for _, d := range []string{rv.headDir, rv.baseDir} {
 		if d == "" {
 			continue
 		}
-		st, err := rv.repo.At(d).Status(ctx)
+		st, err := rv.repo.At(d).StatusIgnored(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("review: checking the review checkout: %w", err)
 		}
@@ -167,7 +171,7 @@ func (rv *reviewRun) checkIntact(ctx context.Context, stage string) ([]string, e
 	if len(fs) == 0 {
 		return nil, nil
 	}
-	stored, err := rv.addFindings(ctx, reviewSelf, filepath.Join(rv.dir, "tasks", reviewSelf), fs, nil)
+	stored, err := rv.addFindings(ctx, reviewSelf, fs, nil)
 	var ids []string
 	for _, f := range stored {
 		ids = append(ids, f.ID)

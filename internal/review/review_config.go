@@ -3,17 +3,17 @@ package review
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/apiary-dev/apiary/internal/agent"
 	"github.com/apiary-dev/apiary/internal/envelope"
+	"github.com/apiary-dev/apiary/internal/strictyaml"
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // ErrConfig is wrapped by every problem of a review configuration.
@@ -21,16 +21,25 @@ var ErrConfig = errors.New("review: invalid review configuration")
 
 // ConfigError locates one problem in a review configuration.
 type ConfigError struct {
-	File  string
-	Line  int // 1-based; 0 if unknown
-	Field string
-	Msg   string
+	File   string
+	Line   int    // 1-based; 0 if unknown
+	Column int    // 1-based, in bytes; 0 if unknown
+	Field  string // the field path, "analysers[2].with.count"; empty for the whole file
+	Msg    string
+	// Err is the class of a problem strictyaml found (strictyaml.ErrSyntax,
+	// ErrDuplicateKey, ErrUnknownField, ErrType, ErrLimit); nil for the
+	// rules of review configurations.
+	Err error
 }
 
+// Error renders "file:line:col: field: msg", leaving out what is unknown.
 func (e *ConfigError) Error() string {
 	loc := e.File
 	if e.Line > 0 {
 		loc += ":" + strconv.Itoa(e.Line)
+		if e.Column > 0 {
+			loc += ":" + strconv.Itoa(e.Column)
+		}
 	}
 	if e.Field != "" {
 		return loc + ": " + e.Field + ": " + e.Msg
@@ -38,7 +47,13 @@ func (e *ConfigError) Error() string {
 	return loc + ": " + e.Msg
 }
 
-func (e *ConfigError) Unwrap() error { return ErrConfig }
+// Unwrap returns ErrConfig and, for a problem strictyaml found, its class.
+func (e *ConfigError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrConfig}
+	}
+	return []error{ErrConfig, e.Err}
+}
 
 // Built-in analysers a review configuration can name.
 const (
@@ -92,17 +107,20 @@ type AnalyserConfig struct {
 	Budget    Budget   `yaml:"budget"`
 	// Optional analysers that fail report a low-severity analyser-error
 	// instead of a high one (which blocks by default).
-	Optional bool      `yaml:"optional"`
-	With     yaml.Node `yaml:"with"` // the built-in's options
+	Optional bool `yaml:"optional"`
+	// With is a built-in's options as written (the generic tree of
+	// strictyaml's Value); ParseConfig decodes them strictly into the
+	// built-in's own options type.
+	With any `yaml:"with"`
 
 	opts any // the decoded options of a built-in
 }
 
 // When selects the changes an analyser runs on: some changed path matches
-// one of Paths (globs: "*" within a path element, "**" across elements, a
-// pattern without "/" matches a file name anywhere, "dir/" everything
-// below dir) and, if Tags is set, the change carries one of them. Empty
-// means always.
+// one of Paths (globs, see MatchGlob: "*" within a path element, "**"
+// across elements, a pattern without "/" matches a file name anywhere,
+// "dir/" everything below dir) and, if Tags is set, the change carries one
+// of them. Empty means always.
 type When struct {
 	Paths []string `yaml:"paths"`
 	Tags  []string `yaml:"tags"`
@@ -123,17 +141,17 @@ func (b Budget) envelope() envelope.Budget {
 // DecisionRules are the thresholds that decide merge or block.
 type DecisionRules struct {
 	// BlockSeverity: any finding at or above it blocks; default high.
-	BlockSeverity Severity `yaml:"block_severity"`
+	BlockSeverity Severity `yaml:"block_severity" json:"block_severity"`
 	// MinCoverageDelta: the total coverage may drop at most this much
 	// (percentage points, e.g. -1); nil: no coverage rule.
-	MinCoverageDelta *float64 `yaml:"min_coverage_delta"`
+	MinCoverageDelta *float64 `yaml:"min_coverage_delta" json:"min_coverage_delta,omitempty"`
 	// MaxBenchRegressionPct: a benchmark significantly slower by more than
 	// this (percent) blocks; default 10; negative: no benchmark rule.
-	MaxBenchRegressionPct *float64 `yaml:"max_bench_regression_pct"`
+	MaxBenchRegressionPct *float64 `yaml:"max_bench_regression_pct" json:"max_bench_regression_pct,omitempty"`
 	// APIBreak: block, version-bump (default) or allow.
-	APIBreak string `yaml:"api_break"`
+	APIBreak string `yaml:"api_break" json:"api_break"`
 	// Severity overrides the severity of findings by kind.
-	Severity map[string]Severity `yaml:"severity"`
+	Severity map[string]Severity `yaml:"severity" json:"severity,omitempty"`
 }
 
 // ReviewerConfig is the adversarial reviewer stage, run only when the
@@ -191,70 +209,58 @@ type (
 	}
 )
 
-// DefaultConfig is the configuration used when a repository has
-// none: every built-in but the benchmark comparison, the Go ones only on
-// changes to Go files, and the default rules.
+// DefaultConfig is the configuration used when a repository has none:
+// every built-in, the Go ones only on changes to Go files — the benchmark
+// comparison on the packages whose code the change edits, when they have
+// benchmarks — and the default rules.
 func DefaultConfig() *Config {
-	goFiles := When{Paths: []string{"*.go", "go.mod", "go.sum"}}
-	c := &Config{File: "(default)", Version: 1, Analysers: []AnalyserConfig{
-		{Name: "secrets", Builtin: BuiltinSecretScan},
-		{Name: "forbidden", Builtin: BuiltinForbidden},
-		{Name: "tests", Builtin: BuiltinGoTest, When: goFiles},
-		{Name: "api", Builtin: BuiltinAPIDiff, When: When{Paths: []string{"*.go"}}},
-		{Name: "decisions", Builtin: BuiltinDecisions},
-	}}
-	if err := c.validate(nil); err != nil {
+	c, err := ParseConfig("(default)", []byte(defaultConfig))
+	if err != nil {
 		panic(err) // a bug in the defaults
 	}
 	return c
 }
+
+// defaultConfig is DefaultConfig as a user would write it, so that it is
+// decoded and checked like any other.
+const defaultConfig = `version: 1
+analysers:
+  - {name: secrets, builtin: secret-scan}
+  - {name: forbidden, builtin: forbidden-patterns}
+  - {name: tests, builtin: go-test, when: {paths: ["*.go", go.mod, go.sum]}}
+  - {name: bench, builtin: go-bench, when: {paths: ["*.go"]}}
+  - {name: api, builtin: api-diff, when: {paths: ["*.go"]}}
+  - {name: decisions, builtin: decisions}
+`
 
 var (
 	reviewNameRE  = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
 	findingKindRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]{0,63}$`)
 )
 
-// ParseConfig reads a review configuration (YAML or JSON) and
-// validates it; every problem is reported with its line, joined in one
-// error whose parts are *ReviewConfigError.
+// maxConfigBytes bounds a review configuration.
+const maxConfigBytes = 1 << 20
+
+// ParseConfig reads a review configuration (YAML, or JSON when it starts
+// with "{") strictly and validates it. Unknown fields, values of the wrong
+// type and duplicate keys are errors, in the built-ins' "with:" options as
+// everywhere else; every problem is reported, located at file:line:col and
+// named by its field path, in one error whose parts are *ConfigError.
 func ParseConfig(file string, data []byte) (*Config, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, &ConfigError{File: file, Line: yamlErrLine(err), Msg: err.Error()}
+	doc, err := strictyaml.ParseAuto(file, data, strictyaml.Options{MaxBytes: maxConfigBytes})
+	if err != nil {
+		return nil, errors.Join(configErrors(file, err)...)
 	}
-	if root.Kind == 0 || len(root.Content) == 0 {
-		return nil, &ConfigError{File: file, Msg: "empty document"}
+	if doc.Empty() {
+		return nil, &ConfigError{File: file, Line: 1, Msg: "empty document"}
 	}
-	doc := root.Content[0]
-	if doc.Kind != yaml.MappingNode {
-		return nil, &ConfigError{File: file, Line: doc.Line, Msg: "the document must be a mapping"}
-	}
-	var errs []error
-	errs = append(errs, unknownKeys(file, "", doc, "version", "agents", "analysers", "decision", "reviewers", "apply")...)
-	for _, sec := range []struct {
-		key  string
-		keys []string
-	}{
-		{"decision", []string{"block_severity", "min_coverage_delta", "max_bench_regression_pct", "api_break", "severity"}},
-		{"reviewers", []string{"agents", "objective", "escalate", "budget"}},
-		{"apply", []string{"branch", "checks", "check_timeout_s"}},
-	} {
-		if n := child(doc, sec.key); n != nil {
-			errs = append(errs, unknownKeys(file, sec.key, n, sec.keys...)...)
-		}
-	}
-	if list := child(doc, "analysers"); list != nil && list.Kind == yaml.SequenceNode {
-		for i, n := range list.Content {
-			errs = append(errs, unknownKeys(file, fmt.Sprintf("analysers[%d]", i), n,
-				"name", "builtin", "agent", "objective", "when", "subscribe", "budget", "optional", "with")...)
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if _, ok := doc.Value().(map[string]any); !ok {
+		at := doc.Pos(nil)
+		return nil, &ConfigError{File: file, Line: at.Line, Column: at.Column, Msg: "the document must be a mapping", Err: strictyaml.ErrType}
 	}
 	c := &Config{File: file}
 	if err := doc.Decode(c); err != nil {
-		return nil, &ConfigError{File: file, Line: yamlErrLine(err), Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+		return nil, errors.Join(configErrors(file, err)...)
 	}
 	if err := c.validate(doc); err != nil {
 		return nil, err
@@ -262,98 +268,106 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	return c, nil
 }
 
-// validate checks c and decodes the built-ins' options; doc (nil for a
-// config built in code) gives the lines.
-func (c *Config) validate(doc *yaml.Node) error {
-	var errs []error
-	bad := func(n *yaml.Node, field, format string, args ...any) {
-		line := 0
-		if n != nil {
-			line = n.Line
-		}
-		errs = append(errs, &ConfigError{File: c.File, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+// configErrors turns strictyaml's problems into ConfigErrors, keeping
+// their places, field paths and classes.
+func configErrors(file string, err error) []error {
+	var ses strictyaml.Errors
+	if !errors.As(err, &ses) {
+		return []error{&ConfigError{File: file, Msg: err.Error()}} // not a problem of the file; not expected
 	}
+	errs := make([]error, len(ses))
+	for i, e := range ses {
+		errs[i] = &ConfigError{File: e.File, Line: e.Line, Column: e.Column, Field: e.Path.String(), Msg: e.Msg, Err: e.Err}
+	}
+	return errs
+}
+
+// validator collects the problems validate finds, each located where the
+// document wrote its field (or the nearest enclosing one it did write).
+type validator struct {
+	doc  *strictyaml.Document
+	errs []error
+}
+
+func (v *validator) errorf(path strictyaml.Path, format string, args ...any) {
+	at := v.doc.Pos(path)
+	v.errs = append(v.errs, &ConfigError{File: v.doc.File(), Line: at.Line, Column: at.Column, Field: path.String(), Msg: fmt.Sprintf(format, args...)})
+}
+
+// add records the problems of a strictyaml call (DecodeAt).
+func (v *validator) add(err error) {
+	v.errs = append(v.errs, configErrors(v.doc.File(), err)...)
+}
+
+// validate checks c, fills the defaults and decodes the built-ins'
+// options; doc is the document c was decoded from.
+func (c *Config) validate(doc *strictyaml.Document) error {
+	v := &validator{doc: doc}
 	if c.Version == 0 {
 		c.Version = 1
 	}
 	if c.Version != 1 {
-		bad(child(doc, "version"), "version", "unsupported version %d (want 1)", c.Version)
+		v.errorf(strictyaml.Path{"version"}, "unsupported version %d (want 1)", c.Version)
 	}
-	names := make([]string, 0, len(c.Agents))
-	for n := range c.Agents {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(c.Agents)) {
 		p := c.Agents[n]
 		p.Name = n
 		c.Agents[n] = p
 		if !reviewNameRE.MatchString(strings.ReplaceAll(n, "_", "-")) {
-			bad(child(child(doc, "agents"), n), "agents."+n, "profile names are [a-z0-9_-]{1,64}")
+			v.errorf(strictyaml.Path{"agents", n}, "profile names are [a-z0-9_-]{1,64}")
 		}
 		if err := p.Validate(); err != nil {
-			bad(child(child(doc, "agents"), n), "agents."+n, "%v", err)
+			v.errorf(strictyaml.Path{"agents", n}, "%v", err)
 		}
 	}
 	seen := map[string]bool{}
-	list := child(doc, "analysers")
 	for i := range c.Analysers {
 		a := &c.Analysers[i]
-		n := item(list, i)
-		field := fmt.Sprintf("analysers[%d]", i)
+		at := func(f ...any) strictyaml.Path { return append(strictyaml.Path{"analysers", i}, f...) }
 		switch {
 		case !reviewNameRE.MatchString(a.Name):
-			bad(n, field+".name", "want [a-z0-9-]{1,64}, got %q", a.Name)
+			v.errorf(at("name"), "want [a-z0-9-]{1,64}, got %q", a.Name)
 		case seen[a.Name]:
-			bad(n, field+".name", "duplicate analyser %q", a.Name)
+			v.errorf(at("name"), "duplicate analyser %q", a.Name)
 		case a.Name == reviewSelf || a.Name == "tiebreaker" || strings.HasPrefix(a.Name, "reviewer-"):
-			bad(n, field+".name", "%q is reserved for the review's own tasks", a.Name)
+			v.errorf(at("name"), "%q is reserved for the review's own tasks", a.Name)
 		}
 		seen[a.Name] = true
 		switch {
 		case (a.Builtin == "") == (a.Agent == ""):
-			bad(n, field, "set exactly one of builtin and agent")
+			v.errorf(at(), "set exactly one of builtin and agent")
 		case !slices.Contains(Builtins(), a.Builtin) && a.Builtin != "":
-			bad(n, field+".builtin", "unknown built-in %q (want one of %s)", a.Builtin, strings.Join(Builtins(), ", "))
+			v.errorf(at("builtin"), "unknown built-in %q (want one of %s)", a.Builtin, strings.Join(Builtins(), ", "))
 		case a.Builtin != "":
 			if len(a.Subscribe) > 0 {
-				bad(n, field+".subscribe", "a built-in analyser cannot react to findings; subscribe an agent")
+				v.errorf(at("subscribe"), "a built-in analyser cannot react to findings; subscribe an agent")
 			}
-			opts, err := decodeOpts(a.Builtin, &a.With)
-			var ce *ConfigError
-			switch {
-			case errors.As(err, &ce):
-				bad(&yaml.Node{Line: ce.Line}, field+".with."+ce.Field, "%s", ce.Msg)
-			case err != nil:
-				bad(n, field+".with", "%v", err)
-			}
-			a.opts = opts
+			a.opts = v.options(a.Builtin, at("with"))
 		default:
 			if _, ok := c.profile(a.Agent); !ok {
-				bad(n, field+".agent", "unknown agent profile %q", a.Agent)
+				v.errorf(at("agent"), "unknown agent profile %q", a.Agent)
 			}
 		}
-		for _, p := range a.When.Paths {
-			if _, err := path.Match(strings.ReplaceAll(p, "**", "*"), ""); err != nil || p == "" {
-				bad(n, field+".when.paths", "bad pattern %q", p)
+		for j, p := range a.When.Paths {
+			if !ValidGlob(p) {
+				v.errorf(at("when", "paths", j), "bad pattern %q", p)
 			}
 		}
-		for _, s := range a.Subscribe {
+		for j, s := range a.Subscribe {
 			if name, ok := strings.CutPrefix(s, "analyser:"); ok {
 				if !reviewNameRE.MatchString(name) {
-					bad(n, field+".subscribe", "bad analyser name in %q", s)
+					v.errorf(at("subscribe", j), "bad analyser name in %q", s)
 				}
 			} else if !findingKindRE.MatchString(s) {
-				bad(n, field+".subscribe", "bad finding kind %q", s)
+				v.errorf(at("subscribe", j), "bad finding kind %q", s)
 			}
 		}
 	}
-	dn := child(doc, "decision")
 	d := &c.Decision
 	if d.BlockSeverity == "" {
 		d.BlockSeverity = SevHigh
 	} else if s, err := ParseSeverity(string(d.BlockSeverity)); err != nil {
-		bad(child(dn, "block_severity"), "decision.block_severity", "%v", err)
+		v.errorf(strictyaml.Path{"decision", "block_severity"}, "%v", err)
 	} else {
 		d.BlockSeverity = s
 	}
@@ -366,34 +380,33 @@ func (c *Config) validate(doc *yaml.Node) error {
 		d.APIBreak = APIBreakVersionBump
 	case APIBreakBlock, APIBreakVersionBump, APIBreakAllow:
 	default:
-		bad(child(dn, "api_break"), "decision.api_break", "want block, version-bump or allow, got %q", d.APIBreak)
+		v.errorf(strictyaml.Path{"decision", "api_break"}, "want block, version-bump or allow, got %q", d.APIBreak)
 	}
-	for k, v := range d.Severity {
-		s, err := ParseSeverity(string(v))
+	for _, k := range slices.Sorted(maps.Keys(d.Severity)) {
+		s, err := ParseSeverity(string(d.Severity[k]))
 		if err != nil {
-			bad(child(child(dn, "severity"), k), "decision.severity."+k, "%v", err)
+			v.errorf(strictyaml.Path{"decision", "severity", k}, "%v", err)
 			continue
 		}
 		d.Severity[k] = s
 	}
 	if r := c.Reviewers; r != nil {
-		rn := child(doc, "reviewers")
 		if len(r.Agents) < 2 {
-			bad(child(rn, "agents"), "reviewers.agents", "an adversarial review needs at least two reviewers, got %d", len(r.Agents))
+			v.errorf(strictyaml.Path{"reviewers", "agents"}, "an adversarial review needs at least two reviewers, got %d", len(r.Agents))
 		}
-		for _, a := range r.Agents {
+		for j, a := range r.Agents {
 			if _, ok := c.profile(a); !ok {
-				bad(child(rn, "agents"), "reviewers.agents", "unknown agent profile %q", a)
+				v.errorf(strictyaml.Path{"reviewers", "agents", j}, "unknown agent profile %q", a)
 			}
 		}
 		if r.Escalate == "" {
 			r.Escalate = EscalateHuman
 		} else if _, ok := c.profile(r.Escalate); !ok && r.Escalate != EscalateHuman {
-			bad(child(rn, "escalate"), "reviewers.escalate", "want %q or an agent profile, got %q", EscalateHuman, r.Escalate)
+			v.errorf(strictyaml.Path{"reviewers", "escalate"}, "want %q or an agent profile, got %q", EscalateHuman, r.Escalate)
 		}
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	if len(v.errs) > 0 {
+		return errors.Join(v.errs...)
 	}
 	return nil
 }
@@ -406,8 +419,10 @@ func (c *Config) profile(name string) (agent.Profile, bool) {
 	return agent.Builtin(name)
 }
 
-// decodeOpts decodes a built-in's "with:" options strictly.
-func decodeOpts(builtin string, n *yaml.Node) (any, error) {
+// options decodes a built-in's "with:" options, at the path at, strictly
+// into the built-in's own options type, and checks the values that type
+// alone cannot. A built-in without "with:" gets the zero options.
+func (v *validator) options(builtin string, at strictyaml.Path) any {
 	var opts any
 	switch builtin {
 	case BuiltinSecretScan:
@@ -423,106 +438,28 @@ func decodeOpts(builtin string, n *yaml.Node) (any, error) {
 	case BuiltinDecisions:
 		opts = &decisionOpts{}
 	default:
-		return nil, fmt.Errorf("unknown built-in %q (want one of %s)", builtin, strings.Join(Builtins(), ", "))
+		return nil // validate reported it
 	}
-	if n.Kind == 0 {
-		return opts, nil
+	if err := v.doc.DecodeAt(at, opts); err != nil {
+		// What did not decode would only be reported again below.
+		v.add(err)
+		return opts
 	}
-	if n.Kind != yaml.MappingNode {
-		return nil, errors.New("want a mapping")
-	}
-	if errs := unknownKeys("", "", n, yamlKeys(opts)...); len(errs) > 0 {
-		return nil, errs[0]
-	}
-	if err := n.Decode(opts); err != nil {
-		return nil, errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
-	}
-	if o, ok := opts.(*forbiddenOpts); ok {
-		for _, p := range o.Patterns {
-			if !slices.Contains(envelope.BuiltinPatterns(), p) {
-				return nil, fmt.Errorf("unknown forbidden pattern %q", p)
-			}
-		}
-	}
-	if o, ok := opts.(*secretOpts); ok {
-		for _, v := range o.Severity {
-			if _, err := ParseSeverity(v); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return opts, nil
-}
-
-// yamlKeys lists the yaml keys of a pointer to an options struct.
-func yamlKeys(v any) []string {
-	switch v.(type) {
-	case *secretOpts:
-		return []string{"max_file_bytes", "severity"}
+	switch o := opts.(type) {
 	case *forbiddenOpts:
-		return []string{"patterns", "sealed"}
-	case *goTestOpts:
-		return []string{"packages", "args", "timeout_s"}
-	case *goBenchOpts:
-		return []string{"packages", "pattern", "benchtime", "count", "alpha", "timeout_s"}
-	case *apiOpts:
-		return []string{"include_internal", "version_files"}
-	case *decisionOpts:
-		return []string{"dir"}
-	}
-	return nil
-}
-
-// unknownKeys reports the keys of mapping n that are not allowed.
-func unknownKeys(file, field string, n *yaml.Node, allowed ...string) []error {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	var errs []error
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k := n.Content[i]
-		if !slices.Contains(allowed, k.Value) {
-			f := k.Value
-			if field != "" {
-				f = field + "." + f
+		for j, p := range o.Patterns {
+			if !slices.Contains(envelope.BuiltinPatterns(), p) {
+				v.errorf(slices.Concat(at, strictyaml.Path{"patterns", j}), "unknown forbidden pattern %q (want one of %s)", p, strings.Join(envelope.BuiltinPatterns(), ", "))
 			}
-			errs = append(errs, &ConfigError{File: file, Line: k.Line, Field: f,
-				Msg: fmt.Sprintf("unknown field (want one of %s)", strings.Join(allowed, ", "))})
+		}
+	case *secretOpts:
+		for _, k := range slices.Sorted(maps.Keys(o.Severity)) {
+			if _, err := ParseSeverity(o.Severity[k]); err != nil {
+				v.errorf(slices.Concat(at, strictyaml.Path{"severity", k}), "%v", err)
+			}
 		}
 	}
-	return errs
-}
-
-// child returns the value of key in mapping n, or nil.
-func child(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
-}
-
-// item returns element i of sequence n, or nil.
-func item(n *yaml.Node, i int) *yaml.Node {
-	if n == nil || n.Kind != yaml.SequenceNode || i >= len(n.Content) {
-		return nil
-	}
-	return n.Content[i]
-}
-
-var yamlLineRE = regexp.MustCompile(`line (\d+)`)
-
-// yamlErrLine extracts the first line number of a yaml error.
-func yamlErrLine(err error) int {
-	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return n
-	}
-	return 0
+	return opts
 }
 
 // selected reports whether the analyser runs on a change with these
@@ -544,44 +481,56 @@ func (w When) selected(paths, tags []string) bool {
 	return false
 }
 
-// MatchGlob reports whether the slash-separated path p matches pattern:
-// "*", "?" and classes within one path element (path.Match), "**" for any
-// number of elements, "dir/" for everything below dir, and a pattern
-// without "/" against the file name in any directory.
+// MatchGlob reports whether the slash-separated path p matches pattern, by
+// doublestar's rules: "*", "?" and classes ("[a-z]", negated with "^" or
+// "!") within one path element, "**" as a whole element for any number of
+// elements. On top of them, "dir/" matches everything below dir (and dir
+// itself), and a pattern without "/" matches the file name in any
+// directory ("go.mod" is "**/go.mod"). Braces are literal characters, not
+// alternatives: alternatives make matching exponential in their number,
+// and review's patterns never had them. A malformed pattern matches
+// nothing; ValidGlob tells it.
+//
+// doublestar keeps one backtracking point per "*" and "**", so matching
+// costs at most the pattern's length times the path's, however many "**"
+// the pattern has.
 func MatchGlob(pattern, p string) bool {
+	pattern = literalBraces(pattern)
 	if dir, ok := strings.CutSuffix(pattern, "/"); ok {
-		return strings.HasPrefix(p, dir+"/") || MatchGlob(dir+"/**", p)
+		pattern = dir + "/**"
+	} else if !strings.Contains(pattern, "/") {
+		p = path.Base(p)
 	}
-	if !strings.Contains(pattern, "/") { // the file name, in any directory
-		ok, err := path.Match(pattern, path.Base(p))
-		return err == nil && ok
-	}
-	return matchParts(strings.Split(pattern, "/"), strings.Split(p, "/"))
+	ok, err := doublestar.Match(pattern, p)
+	return err == nil && ok
 }
 
-// matchParts matches path elements against pattern elements by dynamic
-// programming (so "**" costs O(len(pat)·len(parts)), never exponential):
-// ok[j] says whether the pattern elements so far match parts[:j].
-func matchParts(pat, parts []string) bool {
-	ok := make([]bool, len(parts)+1)
-	ok[0] = true
-	for _, pe := range pat {
-		next := make([]bool, len(parts)+1)
-		if pe == "**" {
-			reach := false
-			for j := range ok {
-				reach = reach || ok[j]
-				next[j] = reach
-			}
-		} else {
-			for j := 1; j <= len(parts); j++ {
-				if ok[j-1] {
-					m, err := path.Match(pe, parts[j-1])
-					next[j] = err == nil && m
-				}
-			}
-		}
-		ok = next
+// ValidGlob reports whether pattern is a well-formed MatchGlob pattern.
+func ValidGlob(pattern string) bool {
+	return pattern != "" && doublestar.ValidatePattern(literalBraces(pattern))
+}
+
+// literalBraces escapes the braces of pattern that are not escaped
+// already, so that doublestar matches them as themselves.
+func literalBraces(pattern string) string {
+	if !strings.ContainsAny(pattern, "{}") {
+		return pattern
 	}
-	return ok[len(parts)]
+	var b strings.Builder
+	for i := 0; i < len(pattern); i++ {
+		switch c := pattern[i]; c {
+		case '\\':
+			b.WriteByte(c)
+			if i+1 < len(pattern) {
+				i++
+				b.WriteByte(pattern[i])
+			}
+		case '{', '}':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/board/local"
-	"github.com/apiary-dev/apiary/internal/durable"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/git/gittest"
 )
@@ -63,36 +62,16 @@ func mustConfig(t testing.TB, src string) *Config {
 	return c
 }
 
-// durableScanner is the secret scanner cli wires (the durable server's
-// risk score), for the tests.
-type durableScanner struct{ ws *durable.Workspace }
-
-func (d durableScanner) ScanSecrets(ctx context.Context, content string) ([]SecretHit, error) {
-	res, err := d.ws.RiskScore(ctx, durable.RiskScoreParams{Content: content})
-	if err != nil {
-		return nil, err
-	}
-	det, _ := res["detected_patterns"].([]map[string]any)
-	var out []SecretHit
-	for _, m := range det {
-		if line, ok := m["line"].(int); ok {
-			fam, _ := m["kind"].(string)
-			pat, _ := m["pattern"].(string)
-			match, _ := m["match"].(string)
-			out = append(out, SecretHit{Family: fam, Pattern: pat, Line: line, Match: match})
-		}
-	}
-	return out, nil
-}
-
+// newScanner is the secret scanner apiary review uses (the durable
+// server's risk score).
 func newScanner(t testing.TB) SecretScanner {
 	t.Helper()
-	ws, err := durable.Open(context.Background(), durable.Config{Roots: []string{t.TempDir()}})
+	s, err := OpenDurableScanner(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ws.Close() })
-	return durableScanner{ws: ws}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // review runs a review and fails the test on an error.

@@ -22,28 +22,40 @@ import (
 // integrated. It is written to .apiary/reviews/<id>/report.json and, as
 // Markdown (WriteMarkdown), report.md.
 type Report struct {
-	ReviewID  string            `json:"review_id"`
-	Repo      string            `json:"repo"`
-	BaseRef   string            `json:"base_ref"`
-	HeadRef   string            `json:"head_ref,omitempty"`
-	Patch     string            `json:"patch,omitempty"`
-	Base      string            `json:"base"`
-	MergeBase string            `json:"merge_base"`
-	Head      string            `json:"head"`
-	Changes   []ChangedPath     `json:"changes"`
-	Tags      []string          `json:"tags,omitempty"`
-	Decision  string            `json:"decision"` // merge | block
-	Reasons   []string          `json:"reasons"`  // the failed rules
-	Rules     []RuleResult      `json:"rules"`
-	Findings  []Finding         `json:"findings"`
-	Analysers []AnalyserRun     `json:"analysers"`
-	Decisions []TouchedDecision `json:"decisions"`
-	Reviewers *ReviewerStage    `json:"reviewers,omitempty"`
-	Applied   *AppliedChange    `json:"applied,omitempty"`
-	Warnings  []string          `json:"warnings,omitempty"`
-	Started   time.Time         `json:"started"`
-	WallS     float64           `json:"wall_s"`
-	Dir       string            `json:"dir"`
+	ReviewID  string        `json:"review_id"`
+	Repo      string        `json:"repo"`
+	BaseRef   string        `json:"base_ref"`
+	HeadRef   string        `json:"head_ref,omitempty"`
+	Patch     string        `json:"patch,omitempty"`
+	Base      string        `json:"base"`
+	MergeBase string        `json:"merge_base"`
+	Head      string        `json:"head"`
+	Changes   []ChangedPath `json:"changes"`
+	Tags      []string      `json:"tags,omitempty"`
+	Decision  string        `json:"decision"` // merge | block
+	Reasons   []string      `json:"reasons"`  // the failed rules
+	// Next is what a blocked review waits for: NextResolve (a person,
+	// apiary review resolve) or NextRerun (every reviewer failed); ""
+	// when it merges or only a new version of the change can pass.
+	Next  string       `json:"next,omitempty"`
+	Rules []RuleResult `json:"rules"`
+	// Config says where the rules came from (never the change); the
+	// decision rules it set are Thresholds.
+	Config     string            `json:"config"`
+	Thresholds *DecisionRules    `json:"thresholds"`
+	Findings   []Finding         `json:"findings"`
+	Analysers  []AnalyserRun     `json:"analysers"`
+	Decisions  []TouchedDecision `json:"decisions"`
+	Reviewers  *ReviewerStage    `json:"reviewers,omitempty"`
+	Applied    *AppliedChange    `json:"applied,omitempty"`
+	Warnings   []string          `json:"warnings,omitempty"`
+	Started    time.Time         `json:"started"`
+	WallS      float64           `json:"wall_s"`
+	Dir        string            `json:"dir"`
+	// MAC authenticates the report: an HMAC-SHA256 with the review key
+	// over the report without it (see Seal). Resolve refuses a report
+	// whose MAC does not verify.
+	MAC string `json:"mac"`
 }
 
 // ChangedPath is one changed path.
@@ -103,8 +115,12 @@ func (rv *reviewRun) report() *Report {
 	for _, c := range rv.changes {
 		rep.Changes = append(rep.Changes, ChangedPath{Status: string(c.Status), Path: c.Path})
 	}
-	rep.Decision, rep.Rules = EvaluateRules(rv.cfg.Decision, rep.Findings)
-	rep.Reasons = nonNil(reasons(rep.Rules))
+	_, rep.Rules = EvaluateRules(rv.cfg.Decision, rep.Findings)
+	rep.Rules = append(rep.Rules, rulesRule(rep.Findings))
+	rep.Decision, rep.Reasons = decide(rep.Rules), nonNil(reasons(rep.Rules))
+	rep.Next = nextStep(rep.Rules, nil)
+	th := rv.cfg.Decision
+	rep.Config, rep.Thresholds = rv.cfgSource, &th
 	for _, f := range rep.Findings {
 		if f.Kind == KindDecision && len(f.Decisions) > 0 {
 			rep.Decisions = append(rep.Decisions, TouchedDecision{ID: f.Decisions[0], Finding: f.ID, Evidence: f.Evidence})
@@ -130,9 +146,12 @@ func (rv *reviewRun) save(ctx context.Context, rep *Report) error {
 	return rv.writeReport(ctx, rep)
 }
 
-// writeReport writes report.json and report.md, and the decision to the
-// board.
+// writeReport seals the report with the review key and writes report.json
+// and report.md, and the decision to the board.
 func (rv *reviewRun) writeReport(ctx context.Context, rep *Report) error {
+	if err := rep.Seal(rv.key); err != nil {
+		return err
+	}
 	if err := rundir.WriteJSON(filepath.Join(rv.dir, "report.json"), rep); err != nil {
 		return err
 	}
@@ -170,12 +189,24 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		for _, s := range r.Reasons {
 			fmt.Fprintf(&b, "- %s\n", mdText(s))
 		}
+		switch r.Next {
+		case NextResolve:
+			fmt.Fprintf(&b, "\nNext: a person decides — `apiary review resolve %s approve` or `block`.\n", r.ReviewID)
+		case NextRerun:
+			b.WriteString("\nNext: every reviewer failed, so no review was done — re-run the review.\n")
+		}
 	}
+	fmt.Fprintf(&b, "\nRules from: %s.\n", mdText(r.Config))
 	b.WriteString("\n## Rules\n\n| rule | result | detail | findings |\n|---|---|---|---|\n")
 	for _, rr := range r.Rules {
 		res := "pass"
-		if !rr.Passed {
+		switch {
+		case rr.Pending:
+			res = "**awaiting a person**"
+		case !rr.Passed:
 			res = "**fail**"
+		case rr.By != "":
+			res = "pass (" + mdText(rr.By) + ")"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", rr.Rule, res, mdCell(rr.Detail), mdCell(strings.Join(rr.Findings, ", ")))
 	}
@@ -183,9 +214,10 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if len(r.Findings) == 0 {
 		b.WriteString("None.\n")
 	} else {
-		b.WriteString("| id | severity | kind | where | evidence | analyser |\n|---|---|---|---|---|---|\n")
+		b.WriteString("| id | severity | kind | where | evidence | suggested action | analyser |\n|---|---|---|---|---|---|---|\n")
 		for _, f := range r.Findings {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", f.ID, f.Severity, f.Kind, mdCell(f.Where()), mdCell(attempt.Clip(f.Evidence, 400)), f.Analyser)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", f.ID, f.Severity, f.Kind, mdCell(f.Where()), mdCell(attempt.Clip(f.Evidence, 400)),
+				mdCell(attempt.Clip(f.Action, 200)), f.Analyser)
 		}
 	}
 	b.WriteString("\n## Analysers\n\n| analyser | kind | uses | round | status | findings | wall |\n|---|---|---|---|---|---|---|\n")

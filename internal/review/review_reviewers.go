@@ -27,6 +27,10 @@ const (
 	ReviewersApproved  = "approved"
 	ReviewersBlocked   = "blocked"
 	ReviewersEscalated = "escalated" // awaiting a human
+	// ReviewersFailed: no reviewer (or the third reviewer) answered, so
+	// no review was done; the review must run again — a person cannot
+	// stand in for reviews that never happened.
+	ReviewersFailed = "failed"
 )
 
 // KindObjection is the finding kind of a reviewer's objections.
@@ -59,7 +63,7 @@ type Escalation struct {
 // merge.
 type ReviewerStage struct {
 	Reviews    []ReviewerVerdict `json:"reviews"`
-	Outcome    string            `json:"outcome"` // approved | blocked | escalated
+	Outcome    string            `json:"outcome"` // approved | blocked | escalated | failed
 	Escalation *Escalation       `json:"escalation,omitempty"`
 	Warnings   []string          `json:"warnings,omitempty"`
 }
@@ -82,19 +86,27 @@ You can block the change; you cannot merge it: the gates decide that.
 const defaultReviewerObjective = "Review this change adversarially: look for what the analysers missed — wrong behaviour, unhandled cases, misleading names or docs, risky design. Block it if it should not be merged as it is."
 
 // adversarial runs the reviewer stage on a change the rules decided to
-// merge and folds its outcome into rep: reviewers in independent contexts
-// (separate processes, homes and sessions; none sees another's answer),
+// merge (or would, once a person settles what waits for one) and folds its
+// outcome into rep. Reviewers work in independent contexts: separate
+// processes, checkouts, homes and private directories; none sees anything
+// of another until all have answered (see review_private.go). They are
 // warned about when they share a profile or model. Unanimous approval
-// keeps the merge; unanimous blocking blocks; a disagreement (or a
-// reviewer that failed) escalates — to a human, which blocks pending
-// their decision, or to a third reviewer, whose verdict settles it.
-// Reviewers never turn a block into a merge: the stage runs only after
-// the rules passed, and can only confirm or withdraw that merge.
+// keeps the merge; a block with no approval blocks; a disagreement, or
+// approvals beside failures, escalates — to a human, which blocks pending
+// their decision, or to a third reviewer, whose verdict settles it. When
+// no reviewer answers the stage failed: nothing was reviewed, and the
+// review must run again. Reviewers never turn a block into a merge: the
+// stage runs only after the rules passed, and can only confirm or
+// withdraw that merge.
 func (rv *reviewRun) adversarial(ctx context.Context, rep *Report) error {
 	rc := rv.cfg.Reviewers
 	stage := &ReviewerStage{Warnings: rv.reviewerWarnings(rc.Agents)}
 	rep.Reviewers = stage
-	if err := rundir.WriteJSON(filepath.Join(rv.dir, "findings.json"), rep.Findings); err != nil {
+	findings, err := json.MarshalIndent(nonNil(rep.Findings), "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := rundir.WriteFile(filepath.Join(rv.dir, "findings.json"), append(findings, '\n')); err != nil {
 		return err
 	}
 	objective := rc.Objective
@@ -108,7 +120,7 @@ func (rv *reviewRun) adversarial(ctx context.Context, rep *Report) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			verdicts[i], errs[i] = rv.runReviewer(ctx, "reviewer-"+strconv.Itoa(i+1), prof, objective, "")
+			verdicts[i], errs[i] = rv.runReviewer(ctx, "reviewer-"+strconv.Itoa(i+1), prof, objective, findings, nil)
 		}()
 	}
 	wg.Wait()
@@ -127,32 +139,45 @@ func (rv *reviewRun) adversarial(ctx context.Context, rep *Report) error {
 			block++
 		}
 	}
+	failed := len(verdicts) - approve - block
 	switch {
+	case approve+block == 0:
+		stage.Outcome = ReviewersFailed
 	case approve == len(verdicts):
 		stage.Outcome = ReviewersApproved
-	case block == len(verdicts):
+	case approve == 0:
 		stage.Outcome = ReviewersBlocked
 	default:
-		esc := &Escalation{Reason: fmt.Sprintf("the reviewers disagree: %d approve, %d block, %d failed", approve, block, len(verdicts)-approve-block)}
+		esc := &Escalation{Reason: fmt.Sprintf("the reviewers disagree: %d approve, %d block, %d failed", approve, block, failed)}
+		if block == 0 {
+			esc.Reason = fmt.Sprintf("%d reviewer(s) approve but %d failed", approve, failed)
+		}
 		stage.Escalation = esc
 		if rc.Escalate == EscalateHuman {
 			esc.To, esc.Resolution, stage.Outcome = EscalateHuman, "pending", ReviewersEscalated
 			break
 		}
 		esc.To = "reviewer:" + rc.Escalate
-		if err := rundir.WriteJSON(filepath.Join(rv.dir, "reviews.json"), verdicts); err != nil {
+		reviews, err := json.MarshalIndent(verdicts, "", "  ")
+		if err != nil {
 			return err
 		}
-		third, err := rv.runReviewer(ctx, "tiebreaker", rc.Escalate, objective, filepath.Join(rv.dir, "reviews.json"))
+		if err := rundir.WriteFile(filepath.Join(rv.dir, "reviews.json"), append(reviews, '\n')); err != nil {
+			return err
+		}
+		third, err := rv.runReviewer(ctx, "tiebreaker", rc.Escalate, objective, findings, reviews)
 		if err != nil {
 			return err
 		}
 		stage.Reviews = append(stage.Reviews, third)
 		esc.Resolution = third.Verdict
-		if third.Verdict == VerdictApprove {
+		switch third.Verdict {
+		case VerdictApprove:
 			stage.Outcome = ReviewersApproved
-		} else {
+		case VerdictBlock:
 			stage.Outcome = ReviewersBlocked
+		default:
+			stage.Outcome = ReviewersFailed
 		}
 	}
 	if stage.Escalation != nil {
@@ -164,59 +189,76 @@ func (rv *reviewRun) adversarial(ctx context.Context, rep *Report) error {
 	for _, v := range stage.Reviews {
 		res.Findings = append(res.Findings, v.Objections...)
 	}
+	settled := ""
+	if stage.Escalation != nil {
+		settled = "the reviewers disagreed; "
+	}
 	switch stage.Outcome {
 	case ReviewersApproved:
 		res.Detail = "the reviewers approve"
 		if stage.Escalation != nil {
-			res.Detail = "the reviewers disagreed; the third reviewer approves"
+			res.Detail = settled + "the third reviewer approves"
 		}
 	case ReviewersBlocked:
 		res.Detail = "the reviewers block"
 		if stage.Escalation != nil {
-			res.Detail = "the reviewers disagreed; the third reviewer blocks"
+			res.Detail = settled + "the third reviewer blocks"
+		}
+	case ReviewersFailed:
+		res.Detail = fmt.Sprintf("every reviewer failed (%d): no review was done; re-run the review", failed)
+		if stage.Escalation != nil {
+			res.Detail = settled + "the third reviewer failed: no verdict; re-run the review"
 		}
 	default:
-		res.Detail = "the reviewers disagree; escalated to a human (pending)"
+		res.Pending = true
+		res.Detail = stage.Escalation.Reason + "; escalated to a human (pending)"
+		if block > 0 {
+			res.Detail = "the reviewers disagree; escalated to a human (pending)"
+		}
 	}
 	rv.mu.Lock()
 	rep.Findings = sortedFindings(rv.findings)
 	rep.Warnings = append(rep.Warnings, stage.Warnings...)
 	rv.mu.Unlock()
 	rep.Rules = append(rep.Rules, res)
-	rep.Decision = decide(rep.Rules)
-	rep.Reasons = reasons(rep.Rules)
 	return nil
 }
 
 // runReviewer runs one reviewer; a reviewer that fails is a verdict
-// (error), not an error of the review.
-func (rv *reviewRun) runReviewer(ctx context.Context, name, profile, objective, others string) (ReviewerVerdict, error) {
+// (error), not an error of the review. It is given the analysers' findings
+// and, for the third reviewer, the others' verdicts, in its private
+// directory.
+func (rv *reviewRun) runReviewer(ctx context.Context, name, profile, objective string, findings, others []byte) (ReviewerVerdict, error) {
 	start := rv.now()
 	v := ReviewerVerdict{Reviewer: name, Profile: profile}
 	p, _ := rv.cfg.profile(profile)
 	v.Model = p.Model
-	dir := filepath.Join(rv.dir, "tasks", name)
 	taskID, err := envelope.NewTaskID(start, rv.rnd)
 	if err != nil {
 		return v, err
 	}
 	env := rv.envelope(taskID, name, objective, rv.cfg.Reviewers.Budget, profile, true)
-	envPath := filepath.Join(dir, "envelope.json")
-	if err := rundir.WriteEnvelope(envPath, env, true); err != nil {
-		return v, fmt.Errorf("review: reviewer envelope: %w", err)
+	if err := rv.holdEnvelope(name, env); err != nil {
+		return v, err
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n\nYou are %s of apiary review %s, one of several independent reviewers. Your working directory is a read-only checkout of the change's head %s; the change is `git diff %s %s`. Do not modify any file.\n",
-		objective, name, rv.id, rv.head, rv.mergeBase, rv.head)
-	fmt.Fprintf(&b, "\nTask envelope (JSON): %s\nThe analysers' findings (JSON): %s\n", envPath, filepath.Join(rv.dir, "findings.json"))
-	extra := map[string]string{"APIARY_REVIEW_FINDINGS": filepath.Join(rv.dir, "findings.json")}
-	if others != "" {
-		fmt.Fprintf(&b, "The other reviewers disagree; their answers (JSON) are in %s. Settle it.\n", others)
-		extra["APIARY_REVIEWS"] = others
+	t := reviewAgentTask{name: name, profile: profile, taskID: taskID, role: attempt.RoleReviewer, objective: objective,
+		env: env, budget: env.Budget, files: map[string][]byte{"findings.json": findings},
+		vars: map[string]string{"findings.json": "APIARY_REVIEW_FINDINGS", "reviews.json": "APIARY_REVIEWS"}}
+	if others != nil {
+		t.files["reviews.json"] = others
 	}
-	b.WriteString(reviewerFormat)
-	text, usage, err := rv.runAgentRaw(ctx, reviewAgentTask{name: name, profile: profile, taskID: taskID, role: attempt.RoleReviewer,
-		dir: dir, envPath: envPath, env: env, prompt: b.String(), budget: env.Budget, extraEnv: extra})
+	t.prompt = func(pp agentPaths) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s\n\nYou are %s of apiary review %s, one of several independent reviewers. Your working directory is a read-only checkout of the change's head %s; the change is `git diff %s %s`. Do not modify any file.\n",
+			objective, name, rv.id, rv.head, rv.mergeBase, rv.head)
+		fmt.Fprintf(&b, "\nTask envelope (JSON): %s\nThe analysers' findings (JSON): %s\n", pp.envelope, pp.files["findings.json"])
+		if others != nil {
+			fmt.Fprintf(&b, "The other reviewers disagree; their answers (JSON) are in %s. Settle it.\n", pp.files["reviews.json"])
+		}
+		b.WriteString(reviewerFormat)
+		return b.String()
+	}
+	text, usage, err := rv.runAgentRaw(ctx, t)
 	v.Usage = usage
 	if ctx.Err() != nil {
 		return v, ctx.Err()
@@ -231,7 +273,7 @@ func (rv *reviewRun) runReviewer(ctx context.Context, name, profile, objective, 
 		run.Status, run.Reason = "failed", err.Error()
 	} else {
 		v.Verdict, v.Summary = ans.Verdict, attempt.Clip(ans.Summary, 2000)
-		stored, err := rv.addFindings(ctx, name, dir, ans.Objections, nil)
+		stored, err := rv.addFindings(ctx, name, ans.Objections, nil)
 		if err != nil {
 			return v, err
 		}
@@ -240,7 +282,7 @@ func (rv *reviewRun) runReviewer(ctx context.Context, name, profile, objective, 
 		}
 		run.Findings = len(stored)
 	}
-	if err := rundir.WriteJSON(filepath.Join(dir, "verdict.json"), v); err != nil {
+	if err := rv.holdJSON(name, "verdict.json", v); err != nil {
 		return v, err
 	}
 	run.WallS = rv.now().Sub(start).Seconds()

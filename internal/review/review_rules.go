@@ -11,6 +11,7 @@ const (
 	RuleCoverage   = "coverage"
 	RuleBenchmarks = "benchmarks"
 	RuleAPI        = "api"
+	RuleRules      = "rules" // the change edits the review's own rules
 	RuleReviewers  = "reviewers"
 	RuleIntegrity  = "integrity" // a reviewer modified the checkout
 )
@@ -18,10 +19,17 @@ const (
 // RuleResult is one decision rule's verdict on the findings, citing the
 // findings it rests on.
 type RuleResult struct {
-	Rule     string   `json:"rule"`
-	Passed   bool     `json:"passed"`
+	Rule   string `json:"rule"`
+	Passed bool   `json:"passed"`
+	// Pending: the rule has not passed and waits for a person (apiary
+	// review resolve): the reviewers disagreed, or the change edits the
+	// review's rules.
+	Pending  bool     `json:"pending,omitempty"`
 	Detail   string   `json:"detail"`
 	Findings []string `json:"findings,omitempty"` // ids of the cited findings
+	// By and At record who settled a pending rule, and when (RFC 3339).
+	By string `json:"by,omitempty"`
+	At string `json:"at,omitempty"`
 }
 
 // EvaluateRules applies the decision rules to the findings. Every rule is
@@ -29,8 +37,8 @@ type RuleResult struct {
 // Agreement among analysers or reviewers is never a rule: a change merges
 // because no threshold is crossed.
 //
-//   - severity: no finding at or above BlockSeverity (API breaks are
-//     judged by the api rule instead);
+//   - severity: no finding at or above BlockSeverity (API breaks and rule
+//     changes are judged by the api and rules rules instead);
 //   - coverage: the total coverage delta is at least MinCoverageDelta
 //     (when set and measured);
 //   - benchmarks: no benchmark is significantly slower by more than
@@ -45,7 +53,7 @@ func EvaluateRules(r DecisionRules, fs []Finding) (string, []RuleResult) {
 	var out []RuleResult
 	var ids []string
 	for _, f := range fs {
-		if f.Kind != KindAPIBreak && f.Severity.AtLeast(block) {
+		if f.Kind != KindAPIBreak && f.Kind != KindRulesChanged && f.Severity.AtLeast(block) {
 			ids = append(ids, f.ID)
 		}
 	}
@@ -140,12 +148,56 @@ func decide(rs []RuleResult) string {
 	return Merge
 }
 
+// Next steps of a blocked review (Report.Next).
+const (
+	NextResolve = "resolve" // only rules waiting for a person fail: apiary review resolve
+	NextRerun   = "rerun"   // every reviewer failed: no review was done, run it again
+)
+
+// nextStep says what a blocked review waits for: a person, when every
+// failed rule is pending; a re-run, when the reviewers all failed and
+// nothing else blocks; nothing a person can settle otherwise (the change
+// must change).
+func nextStep(rs []RuleResult, st *ReviewerStage) string {
+	failed, pending := 0, 0
+	for _, r := range rs {
+		if !r.Passed {
+			failed++
+			if r.Pending {
+				pending++
+			}
+		}
+	}
+	switch {
+	case failed == 0:
+		return ""
+	case failed == pending:
+		return NextResolve
+	case st != nil && st.Outcome == ReviewersFailed && failed == pending+1:
+		return NextRerun
+	}
+	return ""
+}
+
+// onlyPending reports whether every rule that failed waits for a person.
+func onlyPending(rs []RuleResult) bool {
+	for _, r := range rs {
+		if !r.Passed && !r.Pending {
+			return false
+		}
+	}
+	return true
+}
+
 // reasons lists the failed rules, for the report's summary.
 func reasons(rs []RuleResult) []string {
 	var out []string
 	for _, r := range rs {
 		if !r.Passed {
 			s := r.Rule + ": " + r.Detail
+			if r.Pending {
+				s += " [awaiting a person]"
+			}
 			if len(r.Findings) > 0 {
 				s += " (" + strings.Join(r.Findings, ", ") + ")"
 			}

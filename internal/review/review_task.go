@@ -2,8 +2,10 @@ package review
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,7 +56,6 @@ const defaultAnalyserObjective = "Review the change for defects the deterministi
 // when optional), so a review never passes because an analyser broke.
 func (rv *reviewRun) runAnalyser(ctx context.Context, a *AnalyserConfig, round int, inputs []Finding) error {
 	start := rv.now()
-	dir := filepath.Join(rv.dir, "tasks", a.Name)
 	run := AnalyserRun{Name: a.Name, Kind: a.kind(), Uses: a.uses(), Round: round, Status: "ok"}
 	taskID, err := envelope.NewTaskID(start, rv.rnd)
 	if err != nil {
@@ -68,9 +69,8 @@ func (rv *reviewRun) runAnalyser(ctx context.Context, a *AnalyserConfig, round i
 		objective = defaultAnalyserObjective
 	}
 	env := rv.envelope(taskID, a.Name, objective, a.Budget, a.uses(), a.Builtin == "")
-	envPath := filepath.Join(dir, "envelope.json")
-	if err := rundir.WriteEnvelope(envPath, env, true); err != nil {
-		return fmt.Errorf("review envelope: %w", err)
+	if err := rv.holdEnvelope(a.Name, env); err != nil {
+		return err
 	}
 	var cites []string
 	for _, f := range inputs {
@@ -79,12 +79,11 @@ func (rv *reviewRun) runAnalyser(ctx context.Context, a *AnalyserConfig, round i
 	var fs []Finding
 	var failure error
 	if a.Builtin != "" {
-		fs, failure = rv.runBuiltin(ctx, a, dir)
+		fs, failure = rv.runBuiltin(ctx, a, rv.taskDir(a.Name))
 	} else {
 		var usage *envelope.Usage
-		prompt := rv.analyserPrompt(a, objective, envPath, dir, inputs)
 		fs, usage, failure = rv.runAgent(ctx, reviewAgentTask{name: a.Name, profile: a.Agent, taskID: taskID, role: attempt.RoleAnalyser,
-			dir: dir, envPath: envPath, env: env, prompt: prompt, budget: env.Budget, inputs: inputs})
+			objective: objective, env: env, budget: env.Budget, inputs: inputs})
 		run.Usage = usage
 	}
 	if ctx.Err() != nil {
@@ -99,13 +98,23 @@ func (rv *reviewRun) runAnalyser(ctx context.Context, a *AnalyserConfig, round i
 		fs = append(fs, Finding{Kind: KindAnalyserError, Severity: sev,
 			Evidence: fmt.Sprintf("analyser %s (%s) failed: %v", a.Name, a.uses(), failure)})
 	}
-	stored, err := rv.addFindings(ctx, a.Name, dir, fs, cites)
+	stored, err := rv.addFindings(ctx, a.Name, fs, cites)
 	if err != nil {
 		return err
 	}
 	run.Findings = len(stored)
 	run.WallS = rv.now().Sub(start).Seconds()
 	rv.record(run)
+	return nil
+}
+
+// holdEnvelope keeps a task's envelope for its folder.
+func (rv *reviewRun) holdEnvelope(task string, env *envelope.Envelope) error {
+	b, err := envelope.EncodeEnvelope(env)
+	if err != nil {
+		return fmt.Errorf("review envelope: %w", err)
+	}
+	rv.hold(task, "envelope.json", append(b, '\n'))
 	return nil
 }
 
@@ -145,7 +154,7 @@ func (rv *reviewRun) runBuiltin(ctx context.Context, a *AnalyserConfig, dir stri
 	if err != nil {
 		return nil, err
 	}
-	scratch := filepath.Join(dir, "scratch")
+	scratch := filepath.Join(dir, "scratch") // the built-in's logs: not an agent's state
 	if err := os.MkdirAll(scratch, 0o755); err != nil {
 		return nil, err
 	}
@@ -159,9 +168,6 @@ func (rv *reviewRun) builtin(a *AnalyserConfig) (Analyser, error) {
 	secs := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 	switch o := a.opts.(type) {
 	case *secretOpts:
-		if rv.opt.Secrets == nil {
-			return nil, errors.New("no secret scanner is configured")
-		}
 		s := SecretScan{Scanner: rv.opt.Secrets, MaxFileBytes: o.MaxFileBytes}
 		if len(o.Severity) > 0 {
 			s.Severity = DefaultSecretSeverity()
@@ -188,26 +194,34 @@ func (rv *reviewRun) builtin(a *AnalyserConfig) (Analyser, error) {
 // reviewAgentTask is one agent run of a review: an analyser or a reviewer.
 type reviewAgentTask struct {
 	name, profile, taskID, role string
-	dir, envPath, prompt        string
-	env                         *envelope.Envelope // written into its checkout too
+	objective                   string
+	env                         *envelope.Envelope // written into its checkout
 	budget                      envelope.Budget
-	inputs                      []Finding // findings it reacts to (written for it)
-	extraEnv                    map[string]string
+	inputs                      []Finding // findings it reacts to (given to it)
+	// files are more inputs, placed in its private directory: file name →
+	// content, and the environment variable that names each.
+	files map[string][]byte
+	vars  map[string]string
+	// prompt renders the task's prompt from the paths it is given.
+	prompt func(p agentPaths) string
 }
 
-// outputFile is where an agent may write its JSON answer
-// ($APIARY_FINDINGS); an answer there wins over its final message.
-func (t reviewAgentTask) outputFile() string { return filepath.Join(t.dir, "output.json") }
-
-// inputFile holds the findings an analyser reacts to ($APIARY_SUBSCRIBED).
-func (t reviewAgentTask) inputFile() string { return filepath.Join(t.dir, "subscribed.json") }
+// agentPaths are the places an agent task is told about.
+type agentPaths struct {
+	envelope string            // its envelope, in its checkout
+	output   string            // where it may write its answer ($APIARY_FINDINGS)
+	inputs   string            // the findings it reacts to ($APIARY_SUBSCRIBED), "" if none
+	files    map[string]string // the extra inputs, by file name
+}
 
 // runAgentRaw runs an agent in a checkout of the change's head of its own
-// (read-only, so one review task never sees another's files) and returns
-// its answer: the file it wrote to $APIARY_FINDINGS, else its final
-// message. An agent that changed its checkout anyway is recorded for the
-// next integrity check (see checkIntact): its answer may rest on a tree
-// that is not the change.
+// (read-only) with a private directory of its own (see review_private.go)
+// and returns its answer: the file it wrote to $APIARY_FINDINGS, else its
+// final message. Its transcript and answer are held for its folder, not
+// written there. An agent that changed its checkout anyway — a tracked,
+// untracked or ignored file — is recorded for the next integrity check
+// (see checkIntact): its answer may rest on a tree that is not the change,
+// and its notes may have reached another task.
 func (rv *reviewRun) runAgentRaw(ctx context.Context, t reviewAgentTask) (string, *envelope.Usage, error) {
 	p, ok := rv.cfg.profile(t.profile)
 	if !ok {
@@ -219,23 +233,43 @@ func (rv *reviewRun) runAgentRaw(ctx context.Context, t reviewAgentTask) (string
 	if p.Kind == agent.KindClaude && len(p.Tools) == 0 {
 		p.Tools = readOnlyTools()
 	}
-	env := map[string]string{"APIARY_REVIEW": rv.id, "APIARY_TASK": t.name, "APIARY_ROLE": t.role,
-		"APIARY_HEAD": rv.head, "APIARY_BASE": rv.mergeBase, "APIARY_FINDINGS": t.outputFile()}
-	for k, v := range t.extraEnv {
-		env[k] = v
+	priv, err := rv.privateDir()
+	if err != nil {
+		return "", nil, err
 	}
+	defer os.RemoveAll(priv)
+	wt := rv.worktreeDir(t.name + "-" + t.taskID)
+	paths := agentPaths{envelope: attempt.EnvelopeIn(wt), output: filepath.Join(priv, "output.json"), files: map[string]string{}}
+	env := map[string]string{"APIARY_REVIEW": rv.id, "APIARY_TASK": t.name, "APIARY_ROLE": t.role,
+		"APIARY_HEAD": rv.head, "APIARY_BASE": rv.mergeBase, "APIARY_FINDINGS": paths.output, "TMPDIR": filepath.Join(priv, "tmp")}
 	if len(t.inputs) > 0 {
-		if err := rundir.WriteJSON(t.inputFile(), t.inputs); err != nil {
+		paths.inputs = filepath.Join(priv, "subscribed.json")
+		b, err := json.MarshalIndent(t.inputs, "", "  ")
+		if err != nil {
 			return "", nil, err
 		}
-		env["APIARY_SUBSCRIBED"] = t.inputFile()
+		if err := os.WriteFile(paths.inputs, b, 0o600); err != nil {
+			return "", nil, err
+		}
+		env["APIARY_SUBSCRIBED"] = paths.inputs
+		rv.hold(t.name, "subscribed.json", b)
 	}
-	wt := rv.worktreeDir(t.name + "-" + t.taskID)
-	logPath := filepath.Join(t.dir, "agent.log")
+	for name, b := range t.files {
+		fp := filepath.Join(priv, name)
+		if err := os.WriteFile(fp, b, 0o600); err != nil {
+			return "", nil, err
+		}
+		paths.files[name] = fp
+		if v := t.vars[name]; v != "" {
+			env[v] = fp
+		}
+	}
+	logPath := filepath.Join(priv, "agent.log")
+	published := filepath.Join(rv.taskDir(t.name), "agent.log")
 	var modified []string
 	out, err := attempt.Run(ctx, attempt.Spec{
 		Repo: rv.repo, Worktree: wt, Base: rv.head, Lock: rv.wt, Envelope: t.env,
-		Profile: p, Prompt: t.prompt, Env: env, Home: wt + ".home", Log: logPath, Grace: rv.opt.AgentGrace,
+		Profile: p, Prompt: t.prompt(paths), Env: env, Home: filepath.Join(priv, "home"), Log: logPath, Grace: rv.opt.AgentGrace,
 		Timeout: time.Duration(t.budget.WallClockS * float64(time.Second)),
 		Models:  rv.opt.Models, Ref: attempt.TaskRef{Run: rv.id, Task: t.name, TaskID: t.taskID, Attempt: 1, Role: t.role},
 		Logger: rv.log, Now: rv.now,
@@ -243,19 +277,19 @@ func (rv *reviewRun) runAgentRaw(ctx context.Context, t reviewAgentTask) (string
 			Prepare:  func(wt string) error { return setWritable(wt, false) },
 			Teardown: func(wt string) { _ = setWritable(wt, true) },
 			Collect: func(ctx context.Context, wt string) error {
-				st, err := rv.repo.At(wt).StatusIgnored(ctx)
-				if err != nil {
-					return err
-				}
-				for _, e := range st {
-					if e.Path != rundir.StateDir && !strings.HasPrefix(e.Path, rundir.StateDir+"/") { // the attempt's envelope
-						modified = append(modified, e.Path)
-					}
-				}
-				return nil
+				var err error
+				modified, err = rv.leftIn(ctx, wt)
+				return err
 			},
 		},
 	})
+	if b, rerr := readTail(logPath, maxTranscript); rerr == nil {
+		rv.hold(t.name, "agent.log", b)
+	}
+	answer, answerErr := rundir.ReadLimited(paths.output, 16<<20)
+	if answerErr == nil {
+		rv.hold(t.name, "output.json", answer)
+	}
 	var usage *envelope.Usage
 	if out.Ran {
 		usage = &out.Usage
@@ -268,7 +302,7 @@ func (rv *reviewRun) runAgentRaw(ctx context.Context, t reviewAgentTask) (string
 	case out.TimedOut:
 		return "", usage, fmt.Errorf("stopped after its %gs wall-clock budget", t.budget.WallClockS)
 	case out.Agent.Exit != 0:
-		return "", usage, fmt.Errorf("agent exited %d%s (log %s)", out.Agent.Exit, signalNote(out.Agent.Signal), logPath)
+		return "", usage, fmt.Errorf("agent exited %d%s (log %s)", out.Agent.Exit, signalNote(out.Agent.Signal), published)
 	}
 	if len(modified) > 0 {
 		if len(modified) > 20 {
@@ -278,13 +312,46 @@ func (rv *reviewRun) runAgentRaw(ctx context.Context, t reviewAgentTask) (string
 		rv.tainted = append(rv.tainted, t.name+" ("+strings.Join(modified, ", ")+")")
 		rv.mu.Unlock()
 	}
-	if b, err := os.ReadFile(t.outputFile()); err == nil {
-		return string(b), usage, nil
+	if answerErr == nil {
+		return string(answer), usage, nil
 	}
 	if rep := out.Agent.Report; rep != nil && rep.Text != "" {
 		return rep.Text, usage, nil
 	}
-	return "", usage, fmt.Errorf("the agent gave no answer: no %s and no final message (log %s)", t.outputFile(), logPath)
+	return "", usage, fmt.Errorf("the agent gave no answer: nothing in $APIARY_FINDINGS and no final message (log %s)", published)
+}
+
+// leftIn lists what a task left in its checkout: every path git sees
+// beyond the commit (ignored files too) and anything in the checkout's
+// .apiary directory but the envelope the attempt put there.
+func (rv *reviewRun) leftIn(ctx context.Context, wt string) ([]string, error) {
+	st, err := rv.repo.At(wt).StatusIgnored(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range st {
+		if e.Path != rundir.StateDir && !strings.HasPrefix(e.Path, rundir.StateDir+"/") {
+			out = append(out, e.Path)
+		}
+	}
+	state := filepath.Join(wt, rundir.StateDir)
+	envPath := attempt.EnvelopeIn(wt)
+	err = filepath.WalkDir(state, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || p == envPath {
+			return nil
+		}
+		rel, _ := filepath.Rel(wt, p)
+		out = append(out, filepath.ToSlash(rel))
+		return nil
+	})
+	return out, err
 }
 
 func signalNote(sig string) string {
@@ -296,6 +363,7 @@ func signalNote(sig string) string {
 
 // runAgent runs an agent analyser and parses its findings.
 func (rv *reviewRun) runAgent(ctx context.Context, t reviewAgentTask) ([]Finding, *envelope.Usage, error) {
+	t.prompt = func(p agentPaths) string { return rv.analyserPrompt(t.name, t.objective, p) }
 	text, usage, err := rv.runAgentRaw(ctx, t)
 	if err != nil {
 		return nil, usage, err
@@ -305,13 +373,13 @@ func (rv *reviewRun) runAgent(ctx context.Context, t reviewAgentTask) ([]Finding
 }
 
 // analyserPrompt tells an agent analyser its task by reference.
-func (rv *reviewRun) analyserPrompt(a *AnalyserConfig, objective, envPath, dir string, inputs []Finding) string {
+func (rv *reviewRun) analyserPrompt(name, objective string, p agentPaths) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\nYou are the review analyser %q of apiary review %s. Your working directory is a read-only checkout of the change's head %s; the change is `git diff %s %s`. Do not modify any file.\n",
-		objective, a.Name, rv.id, rv.head, rv.mergeBase, rv.head)
-	fmt.Fprintf(&b, "\nTask envelope (JSON, lists the changed paths): %s\n", envPath)
-	if len(inputs) > 0 {
-		fmt.Fprintf(&b, "You react to %d finding(s) of other analysers, in %s ($APIARY_SUBSCRIBED).\n", len(inputs), reviewAgentTask{dir: dir}.inputFile())
+		objective, name, rv.id, rv.head, rv.mergeBase, rv.head)
+	fmt.Fprintf(&b, "\nTask envelope (JSON, lists the changed paths): %s\n", p.envelope)
+	if p.inputs != "" {
+		fmt.Fprintf(&b, "You react to findings of other analysers, in %s ($APIARY_SUBSCRIBED).\n", p.inputs)
 	}
 	b.WriteString(findingsFormat)
 	return b.String()

@@ -156,7 +156,7 @@ func TestReviewReviewers(t *testing.T) {
 			t.Parallel()
 			head := map[string]string{"a.go": "package a\n\nfunc A() {}\n"}
 			if tt.secret {
-				head["key.txt"] = "token = sk-proj-" + strings.Repeat("Xy12", 12) + "\n"
+				head["key.txt"] = "token = sk-proj-" + "Qm7Rt2Vx9Lp4Wz8Kc3Nd6Hf1" + "Bj5Gs0Ty7Ua2Ie4Ox9Pr3Sl6" + "\n"
 			}
 			repo := reviewRepo(t, map[string]string{"a.go": "package a\n"}, head)
 			cfg := mustConfig(t, "agents:\n  "+tt.agents+"\nanalysers:\n  - {name: secrets, builtin: secret-scan}\nreviewers: "+tt.reviewers+"\n")

@@ -7,13 +7,14 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/apiary-dev/apiary/internal/atomicfile"
 	"github.com/apiary-dev/apiary/internal/envelope"
 )
 
 // WriteFile writes data to path (mode 0644) so that readers see the old
-// content or the new, never a mix, and so that it survives a power loss: a
-// temporary file in the same directory, fsync, rename, fsync of the
-// directory. Missing parent directories are created.
+// content or the new, never a mix, and so that it survives a power loss
+// (atomicfile.Write: a temporary file in the same directory, fsync, rename,
+// fsync of the directory). Missing parent directories are created.
 func WriteFile(path string, data []byte) error { return write(path, data, true) }
 
 // WriteFileUnsynced is WriteFile without the fsyncs: atomic for readers,
@@ -22,47 +23,17 @@ func WriteFile(path string, data []byte) error { return write(path, data, true) 
 func WriteFileUnsynced(path string, data []byte) error { return write(path, data, false) }
 
 func write(path string, data []byte, durable bool) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
+	if durable {
+		return atomicfile.Write(path, data, 0o644)
 	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o644) // CreateTemp's 0600 is for secrets; these are not
-	}
-	if err == nil && durable {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if !durable {
-		return nil
-	}
-	return SyncDir(dir)
+	return atomicfile.WriteUnsynced(path, data, 0o644)
 }
 
 // SyncDir fsyncs a directory, making a rename or create in it durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+func SyncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 // WriteJSON writes v as indented JSON with WriteFile.
 func WriteJSON(path string, v any) error {

@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !unix || aix
 
 package rundir
 
@@ -17,10 +17,10 @@ const (
 // errWouldBlock is never returned where file locks are not supported.
 var errWouldBlock = errors.New("lock busy")
 
-// errNoFlock: this platform has no flock; runs are not protected against
-// a second process, and a run never looks live to a reader.
-var errNoFlock = errors.New("file locks are not supported on this platform")
-
-func flockTry(*os.File, lockKind) error { return errNoFlock }
-func flockWait(*os.File) error          { return errNoFlock }
+// Without flock every lock fails with ErrNoLocks: Log.Lock (and so a run)
+// refuses, WithLock does not run its function, and a run never looks live
+// to a reader (lockHeld is false). WorktreeLock.Do falls back to its
+// in-process mutex.
+func flockTry(*os.File, lockKind) error { return ErrNoLocks }
+func flockWait(*os.File) error          { return ErrNoLocks }
 func funlock(*os.File)                  {}

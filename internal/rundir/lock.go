@@ -1,10 +1,33 @@
 package rundir
 
 import (
+	"errors"
 	"os"
 	"sync"
 	"time"
 )
+
+// ErrNoLocks: the platform has no flock(2) (Windows, AIX), so the locks
+// that let processes share a run directory and the queues under .apiary
+// cannot be taken. A run refuses to start rather than run unprotected.
+var ErrNoLocks = errors.New("rundir: file locks (flock) are not supported on this platform")
+
+// WithLock runs fn holding an exclusive flock on path, created with mode
+// perm if missing, and waits for the lock: the lock of a file queue that
+// several apiary processes change. ErrNoLocks where the platform has none
+// (fn does not run).
+func WithLock(path string, perm os.FileMode, fn func() error) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, perm)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := flockWait(f); err != nil {
+		return err
+	}
+	defer funlock(f)
+	return fn()
+}
 
 // WorktreeLock serializes the git commands that read or change a
 // repository's list of worktrees (worktree add, remove and prune; branch

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/envelope"
@@ -39,6 +41,14 @@ type Options struct {
 	Agents          map[string]plan.Agent `json:"agents,omitempty"`
 	Planner         string                `json:"planner,omitempty"`
 	Worker          string                `json:"worker,omitempty"`
+	// How the command that started the run reached the models and showed
+	// the run (never a key): a resume uses the same unless told otherwise.
+	ModelURL  string            `json:"model_url,omitempty"`
+	NoGateway bool              `json:"no_gateway,omitempty"`
+	AgentBin  map[string]string `json:"agent_bin,omitempty"`
+	Dash      string            `json:"dash,omitempty"`
+	// HedgeAfterS is the run's default hedge delay in seconds (0: none).
+	HedgeAfterS float64 `json:"hedge_after_s,omitempty"`
 }
 
 // Run reads one run's directory. The zero value is not usable; see Open.
@@ -131,7 +141,7 @@ func (r Run) Events() (evs []Event, bad int, err error) {
 }
 
 // Task is the directory of the named task.
-func (r Run) Task(name string) Task { return Task{dir: filepath.Join(r.Dir(), "tasks", name)} }
+func (r Run) Task(name string) Task { return TaskIn(r.Dir(), name) }
 
 // Planner is the planner's directory (planner mode), which holds the same
 // files as a task's.
@@ -148,26 +158,87 @@ func (r Run) Active() bool { return lockHeld(filepath.Join(r.Dir(), "lock")) }
 // Task reads and names the files of one task of a run.
 type Task struct{ dir string }
 
+// TaskIn is the named task of the run whose directory is runDir: the
+// layout of a run directory kept outside .apiary/runs (the swarm merge
+// role's receipts).
+func TaskIn(runDir, name string) Task { return Task{dir: filepath.Join(runDir, "tasks", name)} }
+
 // Dir is the task's directory.
 func (t Task) Dir() string { return t.dir }
 
 // Path returns the path of a file of the task (an envelope copy, a log).
 func (t Task) Path(name string) string { return filepath.Join(t.dir, name) }
 
+// The names of a task's files, relative to its directory, as a receipt's
+// artifacts list them.
+
+// LogName is the name of the log of worker attempt n.
+func LogName(attempt int) string { return "attempt-" + strconv.Itoa(attempt) + ".log" }
+
+// ReconcileLogName is the name of the log of the reconciliation of
+// attempt n.
+func ReconcileLogName(attempt int) string { return "reconcile-" + strconv.Itoa(attempt) + ".log" }
+
+// ChildName is the name of the envelope of the task's child name.
+func ChildName(name string) string { return filepath.Join(childrenDir, name+".json") }
+
+const childrenDir = "children"
+
 // ReceiptPath is the path of the task's receipt.
 func (t Task) ReceiptPath() string { return t.Path("receipt.json") }
+
+// OrphanedReceiptPath is where a resume moves a receipt whose commit the
+// integration branch no longer holds.
+func (t Task) OrphanedReceiptPath() string { return t.Path("receipt.orphaned.json") }
 
 // EnvelopePath is the path of the envelope of the task's first attempt.
 func (t Task) EnvelopePath() string { return t.Path("envelope.json") }
 
+// AttemptEnvelopePath is the path of the envelope of attempt n, when it is
+// not the first attempt's (a later or a speculative attempt, a planner's).
+func (t Task) AttemptEnvelopePath(attempt int) string {
+	return t.Path("envelope-" + strconv.Itoa(attempt) + ".json")
+}
+
+// ReconcileEnvelopePath is the path of the envelope of the reconciliation
+// of attempt n.
+func (t Task) ReconcileEnvelopePath(attempt int) string {
+	return t.Path("reconcile-" + strconv.Itoa(attempt) + ".envelope.json")
+}
+
 // LogPath is the log of the task's worker attempt n.
-func (t Task) LogPath(attempt int) string { return t.Path(fmt.Sprintf("attempt-%d.log", attempt)) }
+func (t Task) LogPath(attempt int) string { return t.Path(LogName(attempt)) }
+
+// ReconcileLogPath is the log of the reconciliation of attempt n.
+func (t Task) ReconcileLogPath(attempt int) string { return t.Path(ReconcileLogName(attempt)) }
 
 // ChecksDir is where the logs of the task's checks go.
 func (t Task) ChecksDir() string { return t.Path("checks") }
 
 // ChildrenDir is where the envelopes of the task's children are kept.
-func (t Task) ChildrenDir() string { return t.Path("children") }
+func (t Task) ChildrenDir() string { return t.Path(childrenDir) }
+
+// ChildPath is the path of the envelope of the task's child name.
+func (t Task) ChildPath(name string) string { return t.Path(ChildName(name)) }
+
+// Children returns the names (ChildName) of the child envelopes the task
+// keeps, sorted; none when it has no children directory.
+func (t Task) Children() ([]string, error) {
+	ents, err := os.ReadDir(t.ChildrenDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".json") {
+			out = append(out, filepath.Join(childrenDir, e.Name()))
+		}
+	}
+	return out, nil
+}
 
 // Receipt reads the task's receipt; (nil, nil) when there is none yet, an
 // ErrBadRun error when it does not validate.

@@ -16,6 +16,7 @@ import (
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/gate"
 	"github.com/apiary-dev/apiary/internal/git"
+	"github.com/apiary-dev/apiary/internal/proc"
 	"github.com/apiary-dev/apiary/internal/rundir"
 )
 
@@ -102,6 +103,13 @@ func (r *runner) runAttempt(a *attemptState) (res *attemptResult) {
 		Writes: r.s.Writes, Grant: r.grant(a, env),
 		Commit: &attempt.Commit{Subject: a.subject(), Trailers: a.trailers(""), Author: a.profileName},
 		Gates:  true, Logger: r.s.log, Now: r.s.now,
+		Procs: r.scopes(a.task, a.n, a.role),
+	}
+	if pool := r.worktreePool(); pool != nil {
+		spec.Pool = pool
+		if r.s.WorktreePool.Sparse {
+			spec.Sparse = attempt.SparseCone(env)
+		}
 	}
 	var stopBeat func()
 	spec.Hooks = attempt.Hooks{
@@ -293,4 +301,15 @@ func overlap(ours, theirs []git.Change) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// scopes is the tracker of one attempt's processes (role "worker",
+// "reconciler", or a check's "check-0" and the like): every scope it starts
+// is recorded in the events before it is waited for, so a later process
+// can end what this one left.
+func (r *runner) scopes(task string, n int, role string) *proc.Tracker {
+	return r.procs.With(task+"/"+strconv.Itoa(n)+"/"+role, func(sc proc.Scope) {
+		_ = r.st.Emit(rundir.Event{Kind: rundir.EvProcessStarted, Task: task, Attempt: n, Role: role, Scope: sc.Marker,
+			Pid: sc.Pgid, Cgroup: sc.Cgroup, StartTicks: sc.Start, Boot: sc.Boot})
+	})
 }

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/gate"
+	"github.com/apiary-dev/apiary/internal/git"
+	"github.com/apiary-dev/apiary/internal/proc"
 	"github.com/apiary-dev/apiary/internal/rundir"
 )
 
@@ -27,6 +30,9 @@ func (r *runner) agentEnv(a *attemptState, e *envelope.Envelope) map[string]stri
 	}
 	for k, v := range r.hooks {
 		m[k] = v
+	}
+	if r.s.AgentPath != "" {
+		m["PATH"] = r.s.AgentPath
 	}
 	return m
 }
@@ -77,15 +83,31 @@ func (r *runner) runChecks(ctx context.Context, a *attemptState, base, commit, s
 	if err := r.st.Emit(Event{Kind: rundir.EvWorktree, Task: a.task, Attempt: a.n, Path: scratch}); err != nil {
 		return nil, err
 	}
-	if err := r.wt.Do(func() error { return r.repo.WorktreeAddDetached(ctx, scratch, commit) }); err != nil {
-		return nil, fmt.Errorf("scratch worktree: %w", err)
+	// Never killed half-way (a cancel, or the ref moving): a worktree add
+	// cut short leaves metadata that breaks every later one.
+	wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), attempt.CleanupTimeout)
+	defer stop()
+	if pool := r.worktreePool(); pool != nil {
+		w, err := pool.Acquire(wctx, git.Checkout{Base: commit, Path: scratch})
+		if err != nil {
+			return nil, fmt.Errorf("scratch worktree: %w", err)
+		}
+		defer r.releaseWorktree(ctx, a.task, w)
+	} else {
+		if err := r.wt.Do(func() error { return r.repo.WorktreeAddDetached(wctx, scratch, commit) }); err != nil {
+			return nil, fmt.Errorf("scratch worktree: %w", err)
+		}
+		defer r.removeWorktree(ctx, a.task, scratch)
 	}
-	defer r.removeWorktree(ctx, a.task, scratch)
-	logDir := filepath.Join(r.st.Task(a.task).Dir(), "checks", filepath.Base(scratch)[len(a.task)+1:])
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	logDir := filepath.Join(r.st.Task(a.task).ChecksDir(), filepath.Base(scratch)[len(a.task)+1:])
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
 	spec := gate.Spec{WriteScope: []string{"."}, Forbidden: []string{}, Checks: checks,
 		CheckTimeout: secondsDur(timeout), LogDir: logDir, Now: r.s.now}
-	return gate.Run(ctx, spec, gate.Candidate{Repo: r.repo, Base: base, Commit: commit, Dir: scratch})
+	cctx := proc.WithTracker(ctx, r.scopes(a.task, a.n, strings.TrimPrefix(suffix, ".")))
+	return gate.Run(cctx, spec, gate.Candidate{Repo: r.repo, Base: base, Commit: commit, Dir: scratch})
 }

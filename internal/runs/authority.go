@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apiary-dev/apiary/internal/atomicfile"
 	"github.com/apiary-dev/apiary/internal/capability"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/rundir"
@@ -69,34 +70,14 @@ func LoadKey(root string, create bool, rnd io.Reader) ([]byte, error) {
 	if _, err := io.ReadFull(rnd, key); err != nil {
 		return nil, err
 	}
-	// Written whole under a temporary name, then linked into place: link
-	// never replaces an existing key, and a concurrent run never reads a
-	// key half-written.
-	f, err := os.CreateTemp(filepath.Dir(p), ".cap.key-*")
-	if err != nil {
-		return nil, err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	err = f.Chmod(0o600)
-	if err == nil {
-		_, err = f.Write(key)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := os.Link(tmp, p); errors.Is(err, fs.ErrExist) { // made by a concurrent run: use it
+	// Created whole or not at all: an existing key is never replaced, and a
+	// concurrent run never reads a key half-written.
+	if err := atomicfile.Create(p, key, 0o600); errors.Is(err, fs.ErrExist) { // made by a concurrent run: use it
 		return LoadKey(root, false, nil)
 	} else if err != nil {
 		return nil, err
 	}
-	return key, rundir.SyncDir(filepath.Dir(p))
+	return key, nil
 }
 
 // OperatorToken mints the token an operator presents to a run's control

@@ -63,7 +63,7 @@ func (r *runner) keepChildren(t *taskState, a *attemptState, files []childFile) 
 	for _, k := range kids {
 		e := *k.env
 		e.Inputs.Workspace = "git:" + a.base
-		if err := rundir.WriteEnvelope(filepath.Join(r.st.Task(t.name).Dir(), k.file), &e, true); err != nil {
+		if err := rundir.WriteEnvelope(r.st.Task(t.name).ChildPath(k.name), &e, true); err != nil {
 			t.notes = append(t.notes, fmt.Sprintf("child %s refused: %v", k.name, err))
 			continue
 		}
@@ -178,7 +178,7 @@ func (r *runner) acceptChildren(parent *taskState, files []childFile) ([]*childS
 		}
 		e.Trace, e.Reconcile = nil, nil
 		names[name] = true
-		ok = append(ok, &childSpec{name: name, env: &e, file: filepath.Join("children", name+".json"), budget: kb})
+		ok = append(ok, &childSpec{name: name, env: &e, file: rundir.ChildName(name), budget: kb})
 	}
 	return ok, notes
 }

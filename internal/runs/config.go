@@ -13,6 +13,8 @@ import (
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/plan"
+	"github.com/apiary-dev/apiary/internal/proc"
+	"github.com/apiary-dev/apiary/internal/rundir"
 )
 
 // Config is how a run is executed; the zero value of every field but Repo is
@@ -96,6 +98,51 @@ type Config struct {
 	// means 1 minute.
 	ReapInterval time.Duration
 	ReapGrace    time.Duration
+	// ProcessGroups contains attempts and checks in marked process groups
+	// even where a cgroup v2 per scope is available (see package proc).
+	ProcessGroups bool
+	// MaxParallelChecks bounds the integrations whose checks run at once
+	// (candidates whose changes are independent of one another's); 0 means
+	// the run's max_parallel.
+	MaxParallelChecks int
+	// HedgeAfter is the run's default hedge: a plan task with no hedge and
+	// no quorum of its own gets a second attempt when its first is still
+	// running after this long; 0 means none. A resume keeps the value the
+	// run started with unless it sets its own.
+	HedgeAfter time.Duration
+	// WorktreePool is how attempts get their worktrees: from a pool the
+	// run keeps, by default.
+	WorktreePool PoolConfig
+
+	// AgentPath, if set, is the PATH agents get (with apiary's own
+	// directory in front, so that an agent can run `apiary spawn`).
+	AgentPath string
+
+	// beforeRefUpdate, in tests, runs when a candidate's checks have
+	// passed, before the integration takes integMu to move the ref.
+	beforeRefUpdate func(task string)
+}
+
+// PoolConfig configures the run's pool of worktrees. Each attempt borrows
+// one, moved to its base by rewriting only the files that differ, and
+// gives it back, restored, when it ends (see git.WorktreePool); a worktree
+// the pool cannot restore is removed. The zero value pools with sensible
+// defaults.
+type PoolConfig struct {
+	// Off gives every attempt a worktree of its own (git worktree add and
+	// remove), as a run without a pool does.
+	Off bool
+	// Size is how many idle worktrees the run keeps; 0 means the run's
+	// max_parallel. Beyond it the least recently used is removed.
+	Size int
+	// MaxIdle removes a worktree idle longer than this; 0 keeps idle ones
+	// until the run ends.
+	MaxIdle time.Duration
+	// Sparse checks out only the directories a task's inputs and write
+	// scope name, for tasks that list their inputs and whose lists do not
+	// cover the whole tree (see attempt.SparseCone); the agent then sees
+	// only those directories and the files at the top.
+	Sparse bool
 }
 
 // NewRun describes a run to start.
@@ -114,6 +161,19 @@ type NewRun struct {
 	Goal    string
 	Planner string
 	Worker  string
+	// ModelURL, NoGateway and Dash are the front end's settings, recorded
+	// in run.json (with Config.AgentBin) for a resume to reuse.
+	ModelURL  string
+	NoGateway bool
+	Dash      string
+}
+
+// recordOptions are the settings of a new run that run.json keeps.
+func (s *settings) recordOptions(nr NewRun) rundir.Options {
+	return rundir.Options{MaxParallel: s.MaxParallel, MaxAttempts: s.MaxAttempts, MaxDepth: s.MaxDepth,
+		ReconcileAgent: s.ReconcileAgent, ReconcileBudget: s.ReconcileBudget, Agents: nr.Agents,
+		Planner: nr.Planner, Worker: nr.Worker, ModelURL: nr.ModelURL, NoGateway: nr.NoGateway, AgentBin: s.AgentBin, Dash: nr.Dash,
+		HedgeAfterS: s.HedgeAfter.Seconds()}
 }
 
 // settings are a Config with its defaults applied.
@@ -125,6 +185,11 @@ type settings struct {
 }
 
 func (c Config) resolve() (*settings, error) {
+	// Before anything is written: a run here could not stop its agents'
+	// processes (Windows), so it does not begin.
+	if err := proc.Supported(); err != nil {
+		return nil, err
+	}
 	if c.Repo == nil {
 		return nil, fmt.Errorf("%w: Repo is required", ErrConfig)
 	}
@@ -168,6 +233,9 @@ func (c Config) resolve() (*settings, error) {
 	if s.ReapGrace <= 0 {
 		s.ReapGrace = time.Minute
 	}
+	if s.WorktreePool.Size < 0 || s.WorktreePool.MaxIdle < 0 {
+		return nil, fmt.Errorf("%w: WorktreePool size %d, max idle %s", ErrConfig, s.WorktreePool.Size, s.WorktreePool.MaxIdle)
+	}
 	if s.Escrow.Commands == nil && s.Escrow.Tools == nil {
 		s.Escrow.Commands = []string{"git push"}
 	}
@@ -180,7 +248,7 @@ func (s *settings) profile(name string, a plan.Agent) agent.Profile {
 	if a.Builtin {
 		p, _ = agent.Builtin(name)
 	} else {
-		p = agent.Profile{Name: name, Kind: a.Kind, Argv: a.Argv, Model: a.Model, Args: a.Args, Env: a.Env}
+		p = agent.Profile{Name: name, Kind: a.Kind, Argv: a.Argv, Model: a.Model, Args: a.Args, Env: a.Env, Tools: a.Tools, MaxTurns: a.MaxTurns}
 	}
 	if bin := s.AgentBin[p.Kind]; bin != "" && p.Kind != agent.KindCommand {
 		p.Bin = bin

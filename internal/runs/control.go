@@ -40,6 +40,8 @@ var (
 	ErrNotLive = errors.New("run is not live")
 	// ErrUnknownTask: no such task in the run.
 	ErrUnknownTask = errors.New("unknown task")
+	// ErrFinished: the task (or run) to cancel has already ended.
+	ErrFinished = errors.New("already finished")
 )
 
 // Error kinds on the wire.
@@ -50,6 +52,7 @@ const (
 	KindUnknown    = "unknown_task"
 	KindBudget     = "budget_exhausted"
 	KindCancelled  = "cancelled"
+	KindFinished   = "already_finished"
 	KindInternal   = "internal_error"
 )
 
@@ -71,6 +74,8 @@ func (e *ControlError) Is(target error) bool {
 		return target == ErrEscrow
 	case KindUnknown:
 		return target == ErrUnknownTask
+	case KindFinished:
+		return target == ErrFinished
 	case KindInvalid, KindBudget:
 		return target == ErrChild
 	}
@@ -100,14 +105,24 @@ type CancelRequest struct {
 	Operator string `json:"operator"` // an OperatorToken
 	Task     string `json:"task,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// WaitS bounds how long the answer waits for the subtree to be gone;
+	// 0 means 60 s.
+	WaitS float64 `json:"wait_s,omitempty"`
 }
 
-// CancelResult names the tasks the cancellation reached.
+// CancelResult says what the cancellation reached and how it ended.
 type CancelResult struct {
+	// Cancelled are the tasks it reached that now have cancelled receipts
+	// and no process left.
 	Cancelled []string `json:"cancelled"`
+	// Finished are tasks it reached that ended otherwise first (their work
+	// was integrated before the cancel came): name → status.
+	Finished map[string]string `json:"finished,omitempty"`
+	// Pending are tasks still going when the wait ran out (no receipt yet,
+	// or processes left): name → what is left.
+	Pending map[string]string `json:"pending,omitempty"`
 	// AckMs is how long the runtime took from receiving the request to
-	// having signalled every process and revoked every capability of the
-	// subtree.
+	// having every task it reached done and every process of theirs gone.
 	AckMs float64 `json:"ack_ms"`
 }
 
@@ -308,7 +323,7 @@ func writeErr(w http.ResponseWriter, err error) {
 		status = http.StatusBadRequest
 	case KindUnknown:
 		status = http.StatusNotFound
-	case KindCancelled:
+	case KindCancelled, KindFinished:
 		status = http.StatusConflict
 	}
 	w.Header().Set("Content-Type", "application/json")

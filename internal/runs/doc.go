@@ -30,15 +30,22 @@
 //
 // # Integration
 //
-// One integrator goroutine integrates candidates one at a time. The static
+// Candidates are integrated in parallel, up to MaxParallelChecks at once
+// when their changed paths are independent, and the ref moves one at a
+// time, in the order their checks pass (see startIntegrations). The static
 // gates (write scope, sealed paths, forbidden diff patterns on
-// base..candidate) run first; then, with head the integration ref's value:
+// base..candidate) run first, in the attempt; then, with head the
+// integration ref's value:
 // head == base is a fast-forward; otherwise, when the paths the candidate
 // changed are disjoint from those changed on the branch since base, git
 // merge-tree makes a three-way merge committed with parents head and
 // candidate; the check commands run on the tree being integrated in a
 // scratch worktree; the ref moves only by compare-and-swap from head, and a
-// CAS failure recomputes everything on the new head. Overlapping paths or a
+// CAS failure — or another integration landing while the checks run, which
+// stops them — recomputes everything on the new head. A cancelled task's
+// checks are killed, and the cancel state is checked again under the lock
+// the ref update and every cancel take, so a cancelled task is never
+// integrated after its cancel was acknowledged. Overlapping paths or a
 // textual conflict start a reconciliation task (agent profile
 // Config.ReconcileAgent, default the task's own) whose envelope names base,
 // head, candidate and the conflict; its result goes through the same gates
@@ -47,6 +54,17 @@
 // head, up to MaxAttempts attempts. Every commit the integrator puts on the
 // first-parent chain of the integration branch passed the task's checks and
 // carries the trailers, plus Apiary-Integration for merges.
+//
+// # Processes
+//
+// Every agent and check runs in a scope of its own (package proc): a cgroup
+// v2 where the machine allows, else a process group, marked in its
+// environment with the run (APIARY_RUN_ID) and the scope (APIARY_SCOPE).
+// Each scope is recorded (process_started) before it is waited for. When
+// an agent exits it is reaped at once, and whatever it left gets SIGTERM,
+// then SIGKILL after the grace period. A resume, and Reap for a run no
+// process holds, end every process a dead one left — by the recorded
+// scopes' cgroups and markers and the run's marker — before anything else.
 //
 // # On disk
 //
@@ -63,7 +81,10 @@
 // commit is reachable from the integration ref. Resume rebuilds the queue from these files and the
 // branch's trailers: a task integrated without a receipt gets its receipt,
 // never a second integration; a task in flight is re-run after its stale
-// worktree and branch (only those the events record) are removed.
+// worktree and branch (only those the events record) are removed; and
+// when the resumed run ends, a checkout of the integration branch the
+// killed one moved without bringing along is brought along (see
+// checkout.go), as Reap does for a run nobody resumes.
 package runs
 
 import (

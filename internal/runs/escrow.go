@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/rundir"
@@ -109,27 +108,13 @@ func NewEscrowQueue(root string, now func() time.Time) *EscrowQueue {
 
 var escrowIDPattern = taskNamePattern
 
-// locked runs fn holding the queue's lock.
+// locked runs fn holding the queue's lock (rundir.ErrNoLocks where the
+// platform has no flock: the queue is not changed unprotected).
 func (q *EscrowQueue) locked(fn func() error) error {
 	if err := os.MkdirAll(q.dir, 0o700); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(q.dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		return err
-	}
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	return fn()
+	return rundir.WithLock(filepath.Join(q.dir, ".lock"), 0o600, fn)
 }
 
 func (q *EscrowQueue) path(id string) string { return filepath.Join(q.dir, id+".json") }

@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -55,6 +56,15 @@ tasks:
 	if first.State != EscrowPending || first.Task != "pusher" || first.Operation != "git push origin main" ||
 		!slices.Equal(first.Chain, []string{"pusher", "root"}) {
 		t.Errorf("request %+v", first)
+	}
+	// What the run shows without a terminal: who waits, and how to let it.
+	var prog bytes.Buffer
+	p := &Progress{W: &prog}
+	for _, ev := range w.all() {
+		p.Event(ev)
+	}
+	if want := "pusher: waits for a human to approve command: git push origin main (escrow request " + first.ID + "): apiary escrow approve " + first.ID + "\n"; !strings.Contains(prog.String(), want) {
+		t.Errorf("progress does not announce the request:\n%s", prog.String())
 	}
 	if _, err := q.Approve(first.ID, "tester", "ok once"); err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ func (r *runner) escrowCheck(ctx context.Context, in EscrowCheck) (*EscrowVerdic
 		return &EscrowVerdict{Allowed: true}, nil
 	}
 	ch := make(chan escrowRoute, 1)
-	if !r.do(func() { ch <- r.escrowChain(ref.task, in) }) {
+	if !r.call(func() { ch <- r.escrowChain(ref.task, in) }) {
 		return nil, &ControlError{Kind: KindCancelled, Message: "the run has ended"}
 	}
 	ca := <-ch
@@ -44,12 +44,16 @@ func (r *runner) escrowCheck(ctx context.Context, in EscrowCheck) (*EscrowVerdic
 		return nil, err
 	}
 	if created {
-		_ = r.st.Emit(Event{Kind: rundir.EvEscrowRequested, Task: ref.task, Attempt: ref.n, Reason: in.Kind + ": " + in.Operation, Path: req.ID})
+		// An ancestor's authority may deny it at once; the event says so,
+		// so that nobody is told to approve a request already denied.
 		if ca.denied != "" {
 			if d, err := r.escrow.Deny(req.ID, "apiary", ca.denied); err == nil {
 				req = d
 			}
-		} else if r.s.Ask != nil {
+		}
+		_ = r.st.Emit(Event{Kind: rundir.EvEscrowRequested, Task: ref.task, Attempt: ref.n, Reason: in.Kind + ": " + in.Operation, Path: req.ID,
+			Status: req.State})
+		if ca.denied == "" && r.s.Ask != nil {
 			r.askHuman(*req)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -28,6 +29,8 @@ type integRequest struct {
 	// stale: the scheduler abandoned the attempt; the request is expected
 	// to fail its fencing check.
 	stale bool
+	// ctx is its task's context, set when its integration starts.
+	ctx context.Context
 }
 
 // Outcomes of an integration.
@@ -36,7 +39,8 @@ const (
 	outRejected   // a check failed on the tree being integrated
 	outConflict   // overlapping writes or a textual conflict
 	outStale      // fencing token older than the task's latest
-	outError      // infrastructure failure (or the run was cancelled)
+	outCancelled  // the task was cancelled before the ref moved
+	outError      // infrastructure failure (or the run was interrupted)
 )
 
 type integResult struct {
@@ -52,18 +56,88 @@ type integResult struct {
 	err      error
 }
 
-// integrator integrates requests one at a time until in is closed. It is
-// the only goroutine of the run that moves the integration ref, and it does
-// so only by compare-and-swap, and only for a request whose fencing token
-// is its task's live lease (see fenced).
-func (r *runner) integrator(ctx context.Context, in <-chan *integRequest, out chan<- *integResult) {
-	for req := range in {
-		if err := r.fenced(req); err != nil {
-			out <- &integResult{req: req, outcome: outStale, err: err}
+// Integration runs candidates through their checks in parallel and moves
+// the integration ref one at a time. The scheduler starts an integration
+// (startIntegrations) for the oldest waiting candidate whose changes are
+// independent of every one in flight, while fewer than maxChecks are
+// running checks. Each merges onto the head, runs its checks on the tree
+// it would commit and then, holding integMu, makes sure its task was not
+// cancelled and its fencing token is still live, and moves the ref by
+// compare-and-swap from the head its checks saw. So the ref moves in the
+// order checks pass, and a short check never waits behind a long one.
+//
+// When another integration moves the ref, the tree a candidate is checking
+// is not the one it would commit: its checks are stopped at once and it
+// merges onto the new head and checks again. Those re-checks take turns
+// (recheck: one at a time, outside the maxChecks slots, shortest checks
+// first, a shorter one preempting a longer one), so N candidates that
+// finish together cost about 2N checks rather than N²/2, a short re-check
+// never waits behind a long one, and a long one starts over as soon as the
+// short ones have landed. Every commit the
+// run puts on the branch passed its task's checks on exactly its tree. A
+// cancel takes integMu too, so it either finds the task's work on the
+// branch already or keeps it off.
+
+// startIntegrations hands waiting candidates to integration goroutines,
+// oldest first, while fewer than maxChecks run; a candidate whose task or
+// changed paths overlap one in flight waits for it to settle.
+func (r *runner) startIntegrations(out chan<- *integResult) {
+	for i := 0; i < len(r.queue) && int(r.checking.Load()) < r.maxChecks; {
+		req := r.queue[i]
+		if r.dropCancelled(req) {
+			r.queue = slices.Delete(r.queue, i, i+1)
 			continue
 		}
-		out <- r.integrate(ctx, req)
+		if r.blocked(req) {
+			i++
+			continue
+		}
+		r.queue = slices.Delete(r.queue, i, i+1)
+		r.inflight = append(r.inflight, req)
+		req.ctx = r.tasks[req.a.task].ctx
+		r.checking.Add(1)
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer r.checking.Add(-1)
+			if err := r.fenced(req); err != nil {
+				out <- &integResult{req: req, outcome: outStale, err: err}
+				return
+			}
+			out <- r.integrate(req.ctx, req)
+		}()
 	}
+}
+
+// blocked reports whether req must wait for an integration in flight: one
+// of the same task, or one whose changes touch the same paths (one of the
+// two would conflict once the other lands).
+func (r *runner) blocked(req *integRequest) bool {
+	for _, f := range r.inflight {
+		if f.a.task == req.a.task || len(overlap(f.changes, req.changes)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// settled removes a finished integration from the ones in flight.
+func (r *runner) settled(req *integRequest) {
+	if i := slices.Index(r.inflight, req); i >= 0 {
+		r.inflight = slices.Delete(r.inflight, i, i+1)
+	}
+}
+
+// dropQueued removes the waiting (not started) integrations of task and
+// reports whether there were any.
+func (r *runner) dropQueued(task string) bool {
+	n := len(r.queue)
+	r.queue = slices.DeleteFunc(r.queue, func(q *integRequest) bool { return q.a.task == task && !q.stale })
+	return len(r.queue) < n
+}
+
+func (r *runner) integratingTask(task string) bool {
+	return slices.ContainsFunc(r.inflight, func(q *integRequest) bool { return q.a.task == task })
 }
 
 // fenced checks a request's fencing token against its task's leases: an
@@ -86,47 +160,115 @@ func (r *runner) fenced(req *integRequest) error {
 // ref moved, start over on the new head.
 func (r *runner) integrate(ctx context.Context, req *integRequest) *integResult {
 	res := &integResult{req: req}
+	failed := func(err error) *integResult {
+		res.outcome, res.err = outError, err
+		if ctx.Err() != nil && r.runCtx.Err() == nil {
+			res.outcome = outCancelled
+		}
+		return res
+	}
+	external := 0               // moves of the ref by someone other than this run
+	var checkTime time.Duration // the longest its checks were seen to run
+	checkKnown := false         // they ran to their end once
+	hold := ctx                 // the recheck turn's context, while it is held
+	holding := false
+	defer func() {
+		if holding {
+			r.recheck.release()
+		}
+	}()
 	for try := 0; ; try++ {
+		if try > 0 && !holding {
+			// Checking again takes turns, outside the maxChecks slots (the
+			// scheduler is told one is free).
+			r.checking.Add(-1)
+			r.do(func() {})
+			h, err := r.recheck.acquire(ctx, checkTime, checkKnown)
+			r.checking.Add(1)
+			if err != nil {
+				return failed(err)
+			}
+			hold, holding = h, true
+		}
+		moves := r.refMoves() // before the head is read: a later move ends the checks
 		head, err := r.repo.RevParse(ctx, r.ref)
 		if err != nil {
-			res.outcome, res.err = outError, err
-			return res
+			return failed(err)
 		}
 		res.head = head
 		target, kind, paths, err := r.mergeOnto(ctx, req, head)
 		switch {
 		case err != nil:
-			res.outcome, res.err = outError, err
-			return res
+			return failed(err)
 		case paths != nil:
 			res.outcome, res.paths = outConflict, paths
 			return res
 		}
 		if len(req.checks) > 0 {
-			rep, err := r.checkCommit(ctx, req, head, target, try)
+			t0 := time.Now()
+			rep, stale, err := checkUntilMoved(ctx, hold, moves, func(cctx context.Context) (*gate.Report, error) {
+				return r.checkCommit(cctx, req, head, target, try)
+			})
+			took := time.Since(t0)
+			switch {
+			case !stale && (!checkKnown || took > checkTime):
+				checkTime, checkKnown = took, true
+			case !checkKnown:
+				checkTime = max(checkTime, took)
+			}
+			if stale {
+				// Another integration landed (these checks were of a tree
+				// that will not be committed), or a shorter re-check needs
+				// the turn: start over on the head, taking turns.
+				res.retries++
+				if holding {
+					r.recheck.release()
+					hold, holding = ctx, false
+				}
+				continue
+			}
 			if err != nil {
-				res.outcome, res.err = outError, err
-				return res
+				return failed(err)
 			}
 			res.checks = rep.Checks
 			if !rep.Passed() {
+				if ctx.Err() != nil {
+					return failed(context.Cause(ctx))
+				}
 				res.outcome, res.failures = outRejected, rep.Failures
 				return res
 			}
 		}
-		// The fencing check right before the side effect: a lease that
-		// ended while the checks ran must not move the branch.
+		if r.s.beforeRefUpdate != nil {
+			r.s.beforeRefUpdate(req.a.task)
+		}
+		r.integMu.Lock()
+		// Right before the side effect, under the lock a cancel takes too:
+		// a task cancelled, or a lease that ended, while the checks ran
+		// must not move the branch.
+		if ctx.Err() != nil {
+			r.integMu.Unlock()
+			return failed(context.Cause(ctx))
+		}
 		if err := r.fenced(req); err != nil {
+			r.integMu.Unlock()
 			res.outcome, res.err = outStale, err
 			return res
 		}
-		err = r.repo.UpdateRef(ctx, r.ref, target, head, "apiary: integrate "+req.a.task+" ("+kind+")")
+		err = r.repo.UpdateRef(context.WithoutCancel(ctx), r.ref, target, head, "apiary: integrate "+req.a.task+" ("+kind+")")
+		if err == nil {
+			r.refMoved()
+		}
+		r.integMu.Unlock()
 		if errors.Is(err, git.ErrRefMoved) {
 			res.retries++
 			var moved *git.RefMovedError
 			errors.As(err, &moved)
 			_ = r.st.Emit(Event{Kind: rundir.EvCASRetry, Task: req.a.task, Attempt: req.a.n, Base: head, Commit: moved.Actual})
-			if try+1 >= r.s.MaxCASRetries {
+			if !r.movedByRun(ctx, head, moved.Actual) {
+				external++
+			}
+			if external >= r.s.MaxCASRetries {
 				res.outcome, res.err = outError, fmt.Errorf("integration ref kept moving (%d tries): %w", try+1, err)
 				return res
 			}
@@ -139,6 +281,22 @@ func (r *runner) integrate(ctx context.Context, req *integRequest) *integResult 
 		res.outcome, res.commit, res.kind = outIntegrated, target, kind
 		return res
 	}
+}
+
+// movedByRun reports whether every commit between from and to on the
+// first-parent chain is one of this run's integrations: the run raced
+// itself, which does not count against MaxCASRetries.
+func (r *runner) movedByRun(ctx context.Context, from, to string) bool {
+	log, err := r.repo.FirstParentLog(context.WithoutCancel(ctx), from, to)
+	if err != nil || len(log) == 0 {
+		return false
+	}
+	for _, e := range log {
+		if run, _ := git.TrailerValue(e.Trailers, git.TrailerRun); run != r.rec.RunID {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeOnto computes the commit that integrates req onto head. It returns
@@ -225,7 +383,7 @@ func (r *runner) onIntegrated(ctx context.Context, res *integResult) {
 			return
 		}
 		if t.ctx.Err() != nil {
-			r.finish(t, envelope.StatusCancelled, cancelReason(t.ctx), nil, nil)
+			r.finish(t, envelope.StatusCancelled, cancelReason(t), nil, nil)
 			return
 		}
 		r.retryOrFail(t, "its lease ended before it was integrated", nil)
@@ -243,6 +401,8 @@ func (r *runner) onIntegrated(ctx context.Context, res *integResult) {
 		return
 	}
 	switch res.outcome {
+	case outCancelled:
+		r.finish(t, envelope.StatusCancelled, cancelReason(t), nil, res.checks)
 	case outError:
 		if ctx.Err() != nil {
 			t.state = stateInterrupted

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/apiary-dev/apiary/internal/agent"
@@ -13,6 +14,7 @@ import (
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/plan"
+	"github.com/apiary-dev/apiary/internal/proc"
 	"github.com/apiary-dev/apiary/internal/rundir"
 )
 
@@ -52,9 +54,7 @@ func startPlanned(ctx context.Context, s *settings, repo *git.Repo, id string, n
 	}
 	rec := &rundir.Record{Version: 1, RunID: id, Created: s.now().UTC(), Repo: repo.Dir(), PlanFile: "plan.yaml",
 		IntegrationBranch: branch, StartHead: head, TraceID: trace, Tasks: map[string]string{}, Goal: nr.Goal,
-		Options: rundir.Options{MaxParallel: s.MaxParallel, MaxAttempts: s.MaxAttempts, MaxDepth: s.MaxDepth,
-			ReconcileAgent: s.ReconcileAgent, ReconcileBudget: s.ReconcileBudget, Agents: nr.Agents,
-			Planner: nr.Planner, Worker: nr.Worker}}
+		Options: s.recordOptions(nr)}
 	st := rundir.NewLog(rec.Repo, id, s.now, s.OnEvent)
 	defer st.Close()
 	if err := st.Lock(); err != nil {
@@ -63,10 +63,15 @@ func startPlanned(ctx context.Context, s *settings, repo *git.Repo, id string, n
 	if err := savePlan(st, rec, nil); err != nil {
 		return nil, err
 	}
-	if err := st.Emit(Event{Kind: rundir.EvRunStarted, Role: attempt.RolePlanner, Branch: branch, Base: head}); err != nil {
+	procs, err := proc.New(proc.Options{Owner: id, Env: map[string]string{"APIARY_RUN_ID": id}, NoCgroup: s.ProcessGroups, Rand: s.rnd})
+	if err != nil {
 		return nil, err
 	}
-	pl := &planner{s: s, st: st, repo: repo, rec: rec, nr: nr, profile: profiles[nr.Planner], base: head}
+	defer procs.Close()
+	if err := st.Emit(Event{Kind: rundir.EvRunStarted, Role: attempt.RolePlanner, Branch: branch, Base: head, Cgroup: procs.Dir()}); err != nil {
+		return nil, err
+	}
+	pl := &planner{s: s, st: st, repo: repo, rec: rec, nr: nr, profile: profiles[nr.Planner], base: head, procs: procs}
 	data, p, perr := pl.run(ctx)
 	if perr != nil {
 		if ctx.Err() == nil && errors.Is(perr, ErrPlanner) {
@@ -104,11 +109,12 @@ type planner struct {
 	id      string
 	usage   envelope.Usage
 	logs    []string
+	procs   *proc.Tracker
 }
 
 // run makes up to two planner attempts and returns the accepted plan.
 func (pl *planner) run(ctx context.Context) ([]byte, *plan.Plan, error) {
-	dir := filepath.Join(pl.st.Dir(), "planner")
+	dir := pl.st.Planner().Dir()
 	var err error
 	if pl.id, err = envelope.NewTaskID(pl.s.now(), pl.s.rnd); err != nil {
 		return nil, nil, err
@@ -163,7 +169,7 @@ func (pl *planner) writeReceipt(rc *envelope.Receipt) error {
 	if err != nil {
 		return err
 	}
-	return rundir.WriteFile(filepath.Join(pl.st.Dir(), "planner", "receipt.json"), append(b, '\n'))
+	return rundir.WriteFile(pl.st.Planner().ReceiptPath(), append(b, '\n'))
 }
 
 func (pl *planner) receipt(status envelope.Status, reason string) *envelope.Receipt {
@@ -185,18 +191,22 @@ func (pl *planner) attempt(ctx context.Context, n int, schemaPath string, prev [
 		Inputs:    envelope.Inputs{Workspace: "git:" + pl.base},
 		Authority: envelope.Authority{WriteScope: []string{planFileInWorktree}, Network: envelope.NetworkGateway},
 		Agent:     envelope.AgentRef{Profile: pl.nr.Planner, Kind: pl.profile.Kind}}
-	log := fmt.Sprintf("attempt-%d.log", n)
+	log := rundir.LogName(n)
 	pl.logs = append(pl.logs, log)
 	var data []byte
 	spec := attempt.Spec{
 		Repo: pl.repo, Worktree: wt, Base: pl.base, Lock: rundir.NewWorktreeLock(pl.repo.Dir()),
-		Envelope: env, EnvelopeCopy: dir.Path(fmt.Sprintf("envelope-%d.json", n)),
+		Envelope: env, EnvelopeCopy: dir.AttemptEnvelopePath(n),
 		Profile: pl.profile, Home: wt + ".home", Log: dir.Path(log), Grace: pl.s.AgentGrace,
 		Prompt: env.Objective + "\n\nTask envelope: " + attempt.EnvelopeIn(wt) + "\nPlan schema: " + schemaPath + "\nWrite the plan to: " + planPath + "\n",
 		Env: map[string]string{"APIARY_ROLE": attempt.RolePlanner, "APIARY_PLAN": planPath, "APIARY_PLAN_SCHEMA": schemaPath,
 			"APIARY_GOAL": pl.nr.Goal, "APIARY_WORKER": pl.nr.Worker, "APIARY_PLAN_ERRORS": problems},
 		Models: pl.s.Models, Ref: attempt.TaskRef{Run: pl.rec.RunID, TaskID: pl.id, Attempt: n, Role: attempt.RolePlanner},
 		Logger: pl.s.log, Now: pl.s.now,
+		Procs: pl.procs.With(".planner/"+strconv.Itoa(n)+"/"+attempt.RolePlanner, func(sc proc.Scope) {
+			_ = pl.st.Emit(Event{Kind: rundir.EvProcessStarted, Role: attempt.RolePlanner, Attempt: n, Scope: sc.Marker,
+				Pid: sc.Pgid, Cgroup: sc.Cgroup, StartTicks: sc.Start, Boot: sc.Boot})
+		}),
 		Hooks: attempt.Hooks{
 			Provision: func(path, _ string) error {
 				return pl.st.Emit(Event{Kind: rundir.EvWorktree, Role: attempt.RolePlanner, Attempt: n, Path: path})

@@ -25,20 +25,3 @@ func runnable(pid int) bool {
 	}
 	return true
 }
-
-// ownedBy reports whether process pid carries run's marker in its
-// environment (every agent apiary starts has APIARY_RUN_ID), so that a
-// reused pid is never taken for one of ours.
-func ownedBy(pid int, run string) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return false
-	}
-	want := []byte("APIARY_RUN_ID=" + run)
-	for _, kv := range bytes.Split(b, []byte{0}) {
-		if bytes.Equal(kv, want) {
-			return true
-		}
-	}
-	return false
-}

@@ -1,13 +1,8 @@
-//go:build !linux
+//go:build !unix
 
 package runs
 
-import "syscall"
-
-// runnable reports whether process pid exists; other systems cannot tell
-// a stopped process apart here.
-func runnable(pid int) bool { return syscall.Kill(pid, 0) == nil }
-
-// ownedBy cannot check a process's environment here: nothing is taken
-// for apiary's.
-func ownedBy(pid int, run string) bool { return false }
+// runnable is never asked here: Start and Resume refuse on this platform
+// (proc.Supported), so no agent runs and no lease is renewed. An unknown
+// process counts as not runnable, so a lease would lapse.
+func runnable(int) bool { return false }

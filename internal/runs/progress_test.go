@@ -93,3 +93,53 @@ func TestRunLock(t *testing.T) {
 		t.Error("a released lock is still seen")
 	}
 }
+
+// TestProgressEscrow: without a terminal, a task that waits on an escrow
+// request gets a line naming the operation and the command that approves
+// it; a request denied at once and a decision get lines of their own.
+func TestProgressEscrow(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var b bytes.Buffer
+	p := &Progress{W: &b}
+	for _, ev := range []Event{
+		{Time: t0, Run: "r1", Kind: rundir.EvRunStarted, Tasks: 1, Branch: "main"},
+		{Time: t0.Add(time.Second), Kind: rundir.EvEscrowRequested, Task: "pusher", Attempt: 1, Reason: "command: git push origin main", Path: "3fa9c01b22d4-1", Status: EscrowPending},
+		{Time: t0.Add(2 * time.Second), Kind: rundir.EvEscrowDecided, Task: "pusher", Status: EscrowApproved, Path: "3fa9c01b22d4-1"},
+		{Time: t0.Add(3 * time.Second), Kind: rundir.EvEscrowRequested, Task: "child", Attempt: 1, Reason: "tool: rw.move", Path: "3fa9c01b22d4-2", Status: EscrowDenied},
+	} {
+		p.Event(ev)
+	}
+	want := []string{
+		"   0.0s run r1: 1 tasks on main",
+		"   1.0s pusher: waits for a human to approve command: git push origin main (escrow request 3fa9c01b22d4-1): apiary escrow approve 3fa9c01b22d4-1",
+		"   2.0s pusher: escrow request 3fa9c01b22d4-1 approved",
+		"   3.0s child: tool: rw.move refused: escrow request 3fa9c01b22d4-2 was denied at once (outside the authority of the task tree)",
+	}
+	if got := strings.TrimSuffix(b.String(), "\n"); got != strings.Join(want, "\n") {
+		t.Errorf("lines:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+}
+
+// TestProgressStatusNotRepeated: a reason that starts with the task's
+// status word is not preceded by it again.
+func TestProgressStatusNotRepeated(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, c := range []struct{ status, reason, want string }{
+		{"cancelled", "cancelled by the operator", "a: cancelled by the operator"},
+		{"cancelled", "cancelled", "a: cancelled"},
+		{"cancelled", "with p: deadline", "a: cancelled: with p: deadline"},
+		{"cancelled", "Cancelled at b: parent failed", "a: Cancelled at b: parent failed"},
+		{"failed", "rejected", "a: failed: rejected"},
+		{"failed", "failedover: odd", "a: failed: failedover: odd"},
+		{"skipped", "", "a: skipped"},
+	} {
+		var b bytes.Buffer
+		p := &Progress{W: &b}
+		p.Event(Event{Time: t0, Kind: rundir.EvTaskDone, Task: "a", Status: c.status, Reason: c.reason})
+		if got := strings.TrimSpace(strings.TrimPrefix(b.String(), "   0.0s ")); got != c.want {
+			t.Errorf("%s with reason %q: %q, want %q", c.status, c.reason, got, c.want)
+		}
+	}
+}

@@ -50,7 +50,7 @@ func TestRaceIntegration(t *testing.T) {
 	for r := range plans {
 		var b strings.Builder
 		env := ""
-		if r == 0 { // only run 0's checks move the branch: its checks run one at a time
+		if r == 0 { // only run 0's checks move the branch
 			env = "MOVE=" + move + " "
 		}
 		fmt.Fprintf(&b, "version: 1\nmax_parallel: %d\nagents:\n  sh: {kind: command, argv: [\"sh\", \"-c\", \"mkdir -p $APIARY_TASK && echo ok > $APIARY_TASK/x.txt\"]}\ntasks:\n", perRun)
@@ -62,7 +62,13 @@ func TestRaceIntegration(t *testing.T) {
 	reps := make([]*Report, 2)
 	var wg sync.WaitGroup
 	for r := range plans {
-		wg.Go(func() { reps[r] = start(t, repo, plans[r], Config{}) })
+		// Run 0 checks one candidate at a time (so its second check runs
+		// after a first integration); run 1 checks up to 11 at once.
+		cfg := Config{}
+		if r == 0 {
+			cfg.MaxParallelChecks = 1
+		}
+		wg.Go(func() { reps[r] = start(t, repo, plans[r], cfg) })
 	}
 	wg.Wait()
 	ctx := t.Context()

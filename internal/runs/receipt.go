@@ -38,7 +38,11 @@ func (r *runner) succeed(t *taskState, commit, kind string, checks []envelope.Ch
 		r.must(r.st.Emit(Event{Kind: rundir.EvAwaitingChildren, Task: t.name, Tasks: len(t.kids), Commit: commit}))
 		return
 	}
-	rc := r.receiptOf(t, envelope.StatusSucceeded, "")
+	why := ""
+	if kind == "" {
+		why = "its agent changed nothing: there was nothing to integrate"
+	}
+	rc := r.receiptOf(t, envelope.StatusSucceeded, why)
 	rc.Commit = commit
 	rc.Checks = checks
 	if kind != "" {

@@ -1,6 +1,8 @@
 package runs
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -42,8 +44,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			commit = (*tr.Commit)[:min(len(*tr.Commit), 10)]
 		}
 		integ := "-"
-		if tr.Integrated != nil {
+		switch {
+		case tr.Integrated != nil:
 			integ = *tr.Integrated
+		case tr.NoChange:
+			integ = "no change"
 		}
 		why := ""
 		switch {
@@ -56,15 +61,15 @@ func (r *Report) WriteText(w io.Writer) error {
 		if tr.Reconciliations > 0 {
 			att += fmt.Sprintf("+%dr", tr.Reconciliations)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%.4f\t%.1fs\t%s\n", tr.ID, tr.Status, att, integ, commit,
-			tr.Usage.InputTokens, tr.Usage.OutputTokens, tr.Usage.USD, tr.WallS, why)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%.1fs\t%s\n", tr.ID, tr.Status, att, integ, commit,
+			tr.Usage.InputTokens, tr.Usage.OutputTokens, tr.Usage.cost(false), tr.WallS, why)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\nintegrations: %d fast-forward, %d merge, %d reconciled; %d gate rejection(s); %d CAS retr%s\n",
 		t.Integrated[attempt.FastForward], t.Integrated[attempt.Merge], t.Integrated[attempt.Reconciled], t.GateRejections, r.CASRetries, plural(r.CASRetries, "y", "ies"))
-	fmt.Fprintf(w, "usage: %d input + %d output tokens, $%.4f", t.Usage.InputTokens, t.Usage.OutputTokens, t.Usage.USD)
+	fmt.Fprintf(w, "usage: %d input + %d output tokens, %s", t.Usage.InputTokens, t.Usage.OutputTokens, t.Usage.cost(true))
 	var parts []string
 	for _, s := range r.Shares {
 		if s.InputTokens+s.OutputTokens > 0 || s.USD > 0 {
@@ -81,6 +86,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(r.Predicted.Tasks) > 0 {
 		fmt.Fprintf(w, "critical path: predicted %s (%.1fs by estimate_s); achieved %s (%.1fs)\n",
 			strings.Join(r.Predicted.Tasks, " → "), r.Predicted.Seconds, pathText(r.Achieved), r.Achieved.Seconds)
+	}
+	if c := r.Checkout; c != nil {
+		if c.Synced {
+			fmt.Fprintf(w, "checkout: %s brought to %s\n", r.IntegrationBranch, short(c.Commit))
+		} else {
+			fmt.Fprintf(w, "checkout: NOT brought along: %s\n  to finish: %s\n", c.Reason, c.Hint)
+		}
 	}
 	return nil
 }
@@ -109,6 +121,18 @@ func modelsText(rows []TaskReport) string {
 		parts = append(parts, fmt.Sprintf("%s %s (%s) ×%d", k.role, k.agent, model, n[k]))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// cost is the dollars of u, "n/a" when nothing measured them; with sign
+// a "$" leads the figure.
+func (u TokenUsage) cost(sign bool) string {
+	switch {
+	case !u.Known:
+		return "n/a"
+	case sign:
+		return fmt.Sprintf("$%.4f", u.USD)
+	}
+	return fmt.Sprintf("%.4f", u.USD)
 }
 
 func gateText(tr TaskReport) string {
@@ -208,10 +232,21 @@ func (p *Progress) Event(ev Event) {
 		line = fmt.Sprintf("%s: integrated (%s) as %.10s", name, ev.Integrated, ev.Commit)
 	case rundir.EvTaskDone:
 		p.done++
-		if ev.Status != "succeeded" {
+		switch {
+		case ev.Status != "succeeded":
 			p.failed++
-			line = fmt.Sprintf("%s: %s: %s", name, ev.Status, attempt.Clip(attempt.FirstLine(ev.Reason), 100))
+			line = statusLine(name, ev.Status, ev.Reason)
+		case ev.Reason != "" && ev.Integrated == "":
+			line = fmt.Sprintf("%s: succeeded, but %s", name, attempt.Clip(attempt.FirstLine(ev.Reason), 100))
 		}
+	case rundir.EvEscrowRequested:
+		if ev.Status == EscrowDenied {
+			line = fmt.Sprintf("%s: %s refused: escrow request %s was denied at once (outside the authority of the task tree)", name, ev.Reason, ev.Path)
+		} else {
+			line = fmt.Sprintf("%s: waits for a human to approve %s (escrow request %s): apiary escrow approve %s", name, ev.Reason, ev.Path, ev.Path)
+		}
+	case rundir.EvEscrowDecided:
+		line = fmt.Sprintf("%s: escrow request %s %s", name, ev.Path, ev.Status)
 	case rundir.EvRunFinished:
 		p.finished = true
 		line = fmt.Sprintf("run %s", ev.Status)
@@ -223,6 +258,20 @@ func (p *Progress) Event(ev Event) {
 	if line != "" {
 		fmt.Fprintf(p.W, "%6.1fs %s\n", ev.Time.Sub(p.start).Seconds(), line)
 	}
+}
+
+// statusLine is "name: status: reason" for a task that did not succeed,
+// without the status word again when the reason starts with it
+// ("cancelled: cancelled by the operator" reads "cancelled by the operator").
+func statusLine(name, status, reason string) string {
+	why := attempt.Clip(attempt.FirstLine(reason), 100)
+	if why == "" {
+		return name + ": " + status
+	}
+	if rest, ok := strings.CutPrefix(strings.ToLower(why), strings.ToLower(status)); ok && (rest == "" || rest[0] == ':' || rest[0] == ' ') {
+		return name + ": " + why
+	}
+	return fmt.Sprintf("%s: %s: %s", name, status, why)
 }
 
 // drawBar redraws the status bar; notable lines scroll above it.
@@ -262,4 +311,38 @@ func (p *Progress) Close() {
 		fmt.Fprint(p.W, "\r\033[K")
 		p.drawn = false
 	}
+}
+
+// Watched starts (or, with resume, resumes) a run with prog shown: every
+// event goes to cfg.OnEvent, if set, then to prog, and once the run exists
+// (the plan and the repository passed their checks) "run RUN_ID" is
+// written to head. prog is closed when the run returns.
+func Watched(ctx context.Context, cfg Config, nr NewRun, resume bool, head io.Writer, prog *Progress) (*Report, error) {
+	announced := false
+	observe := cfg.OnEvent
+	cfg.OnEvent = func(ev Event) {
+		if observe != nil {
+			observe(ev)
+		}
+		if !announced && (ev.Kind == rundir.EvRunStarted || ev.Kind == rundir.EvRunResumed) {
+			announced = true
+			fmt.Fprintf(head, "run %s\n", ev.Run)
+		}
+		prog.Event(ev)
+	}
+	defer prog.Close()
+	if resume {
+		return Resume(ctx, cfg, nr.ID)
+	}
+	return Start(ctx, cfg, nr)
+}
+
+// WriteReport prints rep as text, or as indented JSON.
+func WriteReport(w io.Writer, rep *Report, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return rep.WriteText(w)
 }

@@ -31,6 +31,18 @@ type Report struct {
 	WallS             float64      `json:"wall_s"`
 	CASRetries        int          `json:"cas_retries"`
 	Started           time.Time    `json:"started"`
+	// Checkout is how the run left the main checkout, when that has the
+	// integration branch out; nil otherwise.
+	Checkout *CheckoutReport `json:"checkout,omitempty"`
+}
+
+// CheckoutReport says whether the main checkout was brought to the
+// integrated work.
+type CheckoutReport struct {
+	Synced bool   `json:"synced"`
+	Commit string `json:"commit,omitempty"` // what the checkout holds
+	Reason string `json:"reason,omitempty"` // why not
+	Hint   string `json:"hint,omitempty"`   // how to finish
 }
 
 // TaskReport is one task of a Report.
@@ -43,10 +55,13 @@ type TaskReport struct {
 	Integrated *string              `json:"integrated"` // fast-forward | merge | reconciled | null
 	Usage      TokenUsage           `json:"usage"`
 	// WallS is the task's time from its first dispatch to its receipt.
-	WallS           float64 `json:"wall_s"`
-	Reason          string  `json:"reason,omitempty"`
-	Parent          string  `json:"parent,omitempty"`
-	Reconciliations int     `json:"reconciliations,omitempty"`
+	WallS  float64 `json:"wall_s"`
+	Reason string  `json:"reason,omitempty"`
+	// NoChange: the task succeeded with nothing to integrate (its agent
+	// changed nothing).
+	NoChange        bool   `json:"no_change,omitempty"`
+	Parent          string `json:"parent,omitempty"`
+	Reconciliations int    `json:"reconciliations,omitempty"`
 	// Models names, attempt by attempt, the profile and model each ran
 	// with.
 	Models []AttemptModel `json:"models,omitempty"`
@@ -61,17 +76,28 @@ type AttemptModel struct {
 	Model   string `json:"model,omitempty"`
 }
 
-// TokenUsage is tokens and dollars.
+// TokenUsage is tokens and dollars. Known is false when nothing measured
+// them (no run gateway, and an agent that reports nothing): USD is then
+// not a figure, and the text says "n/a", not $0 — the dashboard's rule.
 type TokenUsage struct {
 	InputTokens  int64   `json:"input_tokens"`
 	OutputTokens int64   `json:"output_tokens"`
 	USD          float64 `json:"usd"`
+	Known        bool    `json:"known"`
 }
 
+// add counts an attempt's usage; anything recorded makes it known.
 func (u *TokenUsage) add(x envelope.Usage) {
+	u.sum(TokenUsage{InputTokens: x.InputTokens, OutputTokens: x.OutputTokens, USD: x.USD,
+		Known: x.InputTokens+x.OutputTokens > 0 || x.USD > 0})
+}
+
+// sum adds x; the sum is known when either part is.
+func (u *TokenUsage) sum(x TokenUsage) {
 	u.InputTokens += x.InputTokens
 	u.OutputTokens += x.OutputTokens
 	u.USD += x.USD
+	u.Known = u.Known || x.Known
 }
 
 // Totals sum a run's tasks.
@@ -92,7 +118,7 @@ type Totals struct {
 // fraction of the run's tokens and dollars.
 type Share struct {
 	Role       string  `json:"role"`
-	TokenUsage         // embedded: input_tokens, output_tokens, usd
+	TokenUsage         // embedded: input_tokens, output_tokens, usd, known
 	TokenShare float64 `json:"token_share"`
 	CostShare  float64 `json:"cost_share"`
 }
@@ -171,9 +197,7 @@ func LoadReport(root, id string) (*Report, error) {
 		}
 		pr.ID = attempt.RolePlanner
 		rep.Planner = pr
-		rep.Totals.Usage.InputTokens += pr.Usage.InputTokens
-		rep.Totals.Usage.OutputTokens += pr.Usage.OutputTokens
-		rep.Totals.Usage.USD += pr.Usage.USD
+		rep.Totals.Usage.sum(pr.Usage)
 	}
 	rep.Shares = shares(roles)
 	if p != nil {
@@ -183,6 +207,14 @@ func LoadReport(root, id string) (*Report, error) {
 	}
 	if !tl.first.IsZero() {
 		rep.WallS = tl.last.Sub(tl.first).Seconds()
+	}
+	for _, ev := range evs {
+		if ev.Kind == rundir.EvCheckoutSynced {
+			rep.Checkout = &CheckoutReport{Synced: ev.Reason == "", Commit: ev.Commit, Reason: ev.Reason, Hint: ev.Path}
+			if ev.Reason != "" {
+				rep.Checkout.Commit = ev.Base
+			}
+		}
 	}
 	return rep, nil
 }
@@ -202,9 +234,7 @@ func (t *Totals) add(tr *TaskReport) {
 		t.Unfinished++
 	}
 	t.Attempts += tr.Attempts
-	t.Usage.InputTokens += tr.Usage.InputTokens
-	t.Usage.OutputTokens += tr.Usage.OutputTokens
-	t.Usage.USD += tr.Usage.USD
+	t.Usage.sum(tr.Usage)
 	if tr.Integrated != nil {
 		t.Integrated[*tr.Integrated]++
 	}
@@ -244,6 +274,7 @@ func taskReport(dir rundir.Task, name string, tl *runTimeline, runStatus string)
 	}
 	tr.Status, tr.Gate, tr.Integrated, tr.Reason = string(rc.Status), rc.Gate, rc.Integrated, rc.Reason
 	tr.Attempts = max(tr.Attempts, rc.Attempt)
+	tr.NoChange = rc.Status == envelope.StatusSucceeded && rc.Integrated == nil
 	if rc.Commit != "" {
 		c := rc.Commit
 		tr.Commit = &c

@@ -8,9 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
-	"syscall"
+	"time"
 
 	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/envelope"
@@ -25,7 +24,8 @@ import (
 // trailers. Tasks with receipts are not run again; a task whose commit is
 // on the branch without a receipt gets its receipt; every other task runs,
 // after the worktrees and branches its earlier attempts left behind —
-// those the events record, nothing else — are removed.
+// those the events record, nothing else — are removed. Like Start, it
+// refuses where processes cannot be contained (proc.ErrUnsupported).
 func Resume(ctx context.Context, cfg Config, id string) (*Report, error) {
 	s, err := cfg.resolve()
 	if err != nil {
@@ -48,7 +48,7 @@ func Resume(ctx context.Context, cfg Config, id string) (*Report, error) {
 	if err := st.Lock(); err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(rundir.Path(root, id), "plan.yaml"))
+	data, err := rundir.Open(root, id).Plan()
 	if errors.Is(err, fs.ErrNotExist) && rec.Goal != "" {
 		return nil, fmt.Errorf("%w: run %s stopped while planning; start a new run", ErrBadRun, id)
 	}
@@ -67,6 +67,9 @@ func Resume(ctx context.Context, cfg Config, id string) (*Report, error) {
 	}
 	if cfg.MaxDepth == 0 && rec.Options.MaxDepth > 0 {
 		s.MaxDepth = rec.Options.MaxDepth
+	}
+	if cfg.HedgeAfter == 0 && rec.Options.HedgeAfterS > 0 {
+		s.HedgeAfter = time.Duration(rec.Options.HedgeAfterS * float64(time.Second))
 	}
 	evs, _, err := rundir.Open(root, id).Events()
 	if err != nil {
@@ -112,9 +115,9 @@ func (r *runner) restore(evs []Event) (int, error) {
 			if ev.Role == attempt.RoleWorker {
 				x.attempts = max(x.attempts, ev.Attempt)
 				x.base = ev.Base
-				x.logs = append(x.logs, "attempt-"+strconv.Itoa(ev.Attempt)+".log")
+				x.logs = append(x.logs, rundir.LogName(ev.Attempt))
 			} else {
-				x.logs = append(x.logs, "reconcile-"+strconv.Itoa(ev.Attempt)+".log")
+				x.logs = append(x.logs, rundir.ReconcileLogName(ev.Attempt))
 			}
 			x.fence = max(x.fence, ev.Fence)
 		case rundir.EvAttemptFinished:
@@ -205,7 +208,6 @@ func (r *runner) integrations(ctx context.Context) (map[string]integration, erro
 // and the receipt is written now.
 func (r *runner) restoreTask(ctx context.Context, t *taskState, in integration) error {
 	td := r.st.Task(t.name)
-	dir := td.Dir()
 	rc, err := td.Receipt()
 	if err != nil {
 		return err
@@ -213,7 +215,7 @@ func (r *runner) restoreTask(ctx context.Context, t *taskState, in integration) 
 	if rc != nil && rc.Status == envelope.StatusSucceeded && rc.Integrated != nil {
 		if ok, err := r.repo.IsAncestor(ctx, rc.Commit, r.ref); err != nil || !ok {
 			// The branch no longer holds it (rewritten by someone): run again.
-			if err := os.Rename(filepath.Join(dir, "receipt.json"), filepath.Join(dir, "receipt.orphaned.json")); err != nil {
+			if err := os.Rename(td.ReceiptPath(), td.OrphanedReceiptPath()); err != nil {
 				return err
 			}
 			rc = nil
@@ -227,11 +229,9 @@ func (r *runner) restoreTask(ctx context.Context, t *taskState, in integration) 
 		if changes, err := r.repo.DiffNameStatus(ctx, in.commit+"^", in.commit); err == nil {
 			rc.ChangedPaths = changedPaths(changes)
 		}
-		kids, _ := filepath.Glob(filepath.Join(dir, "children", "*.json"))
-		for _, k := range kids {
-			rc.Artifacts = append(rc.Artifacts, filepath.Join("children", filepath.Base(k)))
-		}
-		if err := r.st.Task(t.name).WriteReceipt(rc); err != nil {
+		kids, _ := td.Children()
+		rc.Artifacts = append(rc.Artifacts, kids...)
+		if err := td.WriteReceipt(rc); err != nil {
 			return err
 		}
 		if err := r.st.Emit(Event{Kind: rundir.EvTaskDone, Task: t.name, Attempt: rc.Attempt, Status: string(rc.Status),
@@ -246,21 +246,16 @@ func (r *runner) restoreTask(ctx context.Context, t *taskState, in integration) 
 	return nil
 }
 
-// cleanStale removes what earlier attempts left behind, by the events'
-// records only: agent process groups that outlived the process that ran
-// them (checked for this run's marker), every worktree not recorded as
-// removed, and the attempt branches of tasks that did not fail.
+// cleanStale removes what earlier attempts left behind, by the run's
+// records only: every process a dead process of the run left (the scopes
+// its events record, found by cgroup or marker, and anything else carrying
+// the run's marker — nothing of this process runs yet), its cgroups, every
+// worktree not recorded as removed, and the attempt branches of tasks that
+// did not fail.
 func (r *runner) cleanStale(ctx context.Context, evs []Event) {
-	finished := map[string]bool{}
-	for _, ev := range evs {
-		if ev.Kind == rundir.EvAttemptFinished {
-			finished[ev.Task+"/"+strconv.Itoa(ev.Attempt)+"/"+ev.Role] = true
-		}
-	}
-	for _, ev := range evs {
-		if ev.Kind == rundir.EvAgentStarted && ev.Pid > 1 && !finished[ev.Task+"/"+strconv.Itoa(ev.Attempt)+"/"+ev.Role] && ownedBy(ev.Pid, r.rec.RunID) {
-			_ = syscall.Kill(-ev.Pid, syscall.SIGKILL)
-		}
+	if n := killStale(ctx, r.rec.RunID, staleOf(evs)); n > 0 {
+		r.s.log.Info("killed what the run's earlier process left running", "processes", n)
+		_ = r.st.Emit(Event{Kind: rundir.EvProcessesReaped, Tasks: n})
 	}
 	removed := map[string]bool{}
 	for _, ev := range evs {

@@ -1,13 +1,13 @@
 package runs
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
-	"path/filepath"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/agent"
@@ -17,6 +17,7 @@ import (
 	"github.com/apiary-dev/apiary/internal/gate"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/plan"
+	"github.com/apiary-dev/apiary/internal/proc"
 	"github.com/apiary-dev/apiary/internal/rundir"
 	"github.com/apiary-dev/apiary/internal/supervise"
 )
@@ -33,6 +34,9 @@ type runner struct {
 	ref      string               // refs/heads/<integration branch>
 	profiles map[string]agent.Profile
 	maxPar   int
+	// procs contains every process the run starts (agents, checks); safe
+	// for concurrent use.
+	procs *proc.Tracker
 
 	// runCtx is the run's context, the root of every task's; abort cancels
 	// it (fatal records the cause when the run's state cannot be written).
@@ -64,11 +68,24 @@ type runner struct {
 	kidsReady   jobHeap // dynamic children: outside max_parallel
 	running     int
 	runningKids int
-	queue       []*integRequest // waiting for the integrator
-	busy        bool            // the integrator holds a request
-	integrating *integRequest   // that request
-	attemptCh   chan *attemptResult
-	wg          sync.WaitGroup // attempt goroutines and the integrator
+	queue       []*integRequest // waiting for their integration to start
+	inflight    []*integRequest // being integrated (see startIntegrations)
+	maxChecks   int
+	checking    atomic.Int32 // integrations running checks, at most maxChecks
+	recheck     turn         // the turn to check again after the ref moved
+	movedMu     sync.Mutex
+	movedCh     chan struct{} // closed when this run moves the ref (see refMoves)
+	// integMu is held for the last checks before a ref update and the
+	// update, and by a cancel (see integrate); safe for concurrent use.
+	integMu   sync.Mutex
+	attemptCh chan *attemptResult
+	wg        sync.WaitGroup // attempt and integration goroutines
+
+	// The run's worktree pool, opened by the first attempt (after a
+	// resume has cleaned up what the last process left); safe for
+	// concurrent use.
+	poolOnce sync.Once
+	pool     *git.WorktreePool
 }
 
 // attemptRef identifies a live attempt to the control socket's handlers.
@@ -116,12 +133,20 @@ func newRunner(ctx context.Context, s *settings, st *rundir.Log, rec *rundir.Rec
 	if r.auth, err = newAuthority(repo.Dir(), rec.RunID, key, s.ModelHosts, s.now); err != nil {
 		return fail(err)
 	}
+	if r.procs, err = proc.New(proc.Options{Owner: rec.RunID, Env: map[string]string{"APIARY_RUN_ID": rec.RunID},
+		NoCgroup: s.ProcessGroups, Rand: s.rnd}); err != nil {
+		return fail(err)
+	}
 	r.maxPar = s.MaxParallel
 	if r.maxPar == 0 {
 		r.maxPar = rec.Options.MaxParallel
 	}
 	if r.maxPar == 0 {
 		r.maxPar = p.MaxParallel
+	}
+	r.maxChecks = s.MaxParallelChecks
+	if r.maxChecks <= 0 {
+		r.maxChecks = max(r.maxPar, 1)
 	}
 	for name, a := range p.Agents {
 		r.profiles[name] = s.profile(name, a)
@@ -140,6 +165,28 @@ func (r *runner) do(fn func()) bool {
 		return true
 	case <-r.loopDone:
 		return false
+	}
+}
+
+// call runs fn on the scheduler goroutine and returns once it has run;
+// false if the loop ended first (fn then never runs). Safe to call from
+// any goroutine but the scheduler's.
+func (r *runner) call(fn func()) bool {
+	done := make(chan struct{})
+	if !r.do(func() { fn(); close(done) }) {
+		return false
+	}
+	// The inbox is buffered: fn may still be in it when the loop ends.
+	select {
+	case <-done:
+		return true
+	case <-r.loopDone:
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
 	}
 }
 
@@ -226,27 +273,16 @@ func (r *runner) execute() error {
 			})
 		}()
 	}
-	in, out := make(chan *integRequest), make(chan *integResult)
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		r.integrator(ctx, in, out)
-	}()
+	out := make(chan *integResult)
 	for {
 		r.dispatch(ctx)
 		stopped := ctx.Err() != nil
-		idle := r.ready.Len() == 0 && r.kidsReady.Len() == 0
-		if r.running == 0 && !r.busy && (len(r.queue) == 0 || stopped) && (idle || stopped) {
-			break
+		if !stopped {
+			r.startIntegrations(out)
 		}
-		var send chan<- *integRequest
-		var next *integRequest
-		if !r.busy && len(r.queue) > 0 && !stopped {
-			if next = r.queue[0]; r.dropCancelled(next) {
-				r.queue = r.queue[1:]
-				continue
-			}
-			send = in
+		idle := r.ready.Len() == 0 && r.kidsReady.Len() == 0
+		if r.running == 0 && len(r.inflight) == 0 && (len(r.queue) == 0 || stopped) && (idle || stopped) {
+			break
 		}
 		select {
 		case res := <-r.attemptCh:
@@ -255,11 +291,8 @@ func (r *runner) execute() error {
 				r.runningKids--
 			}
 			r.onAttempt(ctx, res)
-		case send <- next:
-			r.queue = r.queue[1:]
-			r.busy, r.integrating = true, next
 		case res := <-out:
-			r.busy, r.integrating = false, nil
+			r.settled(res.req)
 			r.onIntegrated(ctx, res)
 		case fn := <-r.inbox:
 			fn()
@@ -271,8 +304,10 @@ func (r *runner) execute() error {
 	}
 	bgCancel()
 	r.bg.Wait()
-	close(in)
 	r.wg.Wait()
+	r.closePool()
+	// Its worktrees are gone: so is their directory, unless one was left.
+	_ = os.Remove(rundir.State(r.repo.Dir(), "worktrees", r.rec.RunID))
 	return r.wrapUp(ctx)
 }
 
@@ -283,23 +318,29 @@ func (r *runner) dropCancelled(req *integRequest) bool {
 	if req.stale || t.ctx.Err() == nil || r.runCtx.Err() != nil || t.done() {
 		return false
 	}
-	r.finish(t, envelope.StatusCancelled, cancelReason(t.ctx), nil, nil)
+	r.finish(t, envelope.StatusCancelled, cancelReason(t), nil, nil)
 	return true
 }
 
 // wrapUp records how the run ended and brings the main checkout along.
 func (r *runner) wrapUp(ctx context.Context) error {
+	// A run whose tasks all succeeded but for cancelled ones (and those
+	// skipped after them) was cancelled, not failed.
 	status := "succeeded"
+	failed := false
 	for _, t := range r.list {
 		switch {
 		case !t.done():
 			status = "interrupted"
-		case !t.succeeded() && status == "succeeded":
-			status = "failed"
+		case !t.succeeded():
+			failed = failed || t.receipt.Status == envelope.StatusFailed
+			if status == "succeeded" {
+				status = "cancelled"
+			}
 		}
 	}
-	if status == "failed" && r.tree.Root().Err() != nil && r.runCtx.Err() == nil {
-		status = "cancelled"
+	if status == "cancelled" && failed && (r.tree.Root().Err() == nil || r.runCtx.Err() != nil) {
+		status = "failed"
 	}
 	r.syncCheckout(ctx)
 	ev := Event{Kind: rundir.EvRunFinished, Status: status}
@@ -320,177 +361,6 @@ func (r *runner) must(err error) {
 		r.fatal = fmt.Errorf("recording the run's state: %w", err)
 		r.abort(r.fatal)
 	}
-}
-
-// syncCheckout moves the main checkout's files along when it has the
-// integration branch checked out (the run moved that branch by update-ref).
-func (r *runner) syncCheckout(ctx context.Context) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attempt.CleanupTimeout)
-	defer cancel()
-	if b, err := r.repo.CurrentBranch(cctx); err != nil || b != r.rec.IntegrationBranch {
-		return
-	}
-	// Under the lock, so that of two runs ending together the later one
-	// syncs to the later head.
-	var head string
-	err := r.wt.Do(func() error {
-		var err error
-		if head, err = r.repo.RevParse(cctx, r.ref); err != nil {
-			return err
-		}
-		return r.repo.SyncWorktree(cctx, head)
-	})
-	if err != nil {
-		r.s.log.Warn("the checkout of the integration branch could not be updated", "err", err)
-		_ = r.st.Emit(Event{Kind: rundir.EvCheckoutSynced, Reason: err.Error()})
-		return
-	}
-	_ = r.st.Emit(Event{Kind: rundir.EvCheckoutSynced, Commit: head})
-}
-
-// dispatch starts ready jobs while workers are free; dynamic children
-// start at once (their producers' credit windows bound them).
-func (r *runner) dispatch(ctx context.Context) {
-	for ctx.Err() == nil {
-		var j *job
-		switch {
-		case r.kidsReady.Len() > 0:
-			j = heap.Pop(&r.kidsReady).(*job)
-		case r.running-r.runningKids < r.maxPar && r.ready.Len() > 0:
-			j = heap.Pop(&r.ready).(*job)
-		default:
-			return
-		}
-		t := j.t
-		if t.done() || j.spec && !t.specOpen() {
-			continue
-		}
-		if t.ctx.Err() != nil {
-			if len(t.live) == 0 {
-				r.finish(t, envelope.StatusCancelled, cancelReason(t.ctx), nil, nil)
-			}
-			continue
-		}
-		head, err := r.repo.RevParse(ctx, r.ref)
-		if err != nil {
-			if ctx.Err() != nil {
-				t.state = stateInterrupted
-				return
-			}
-			r.finish(t, envelope.StatusFailed, "reading the integration head: "+err.Error(), nil, nil)
-			continue
-		}
-		a, err := r.newAttempt(j, head)
-		if err != nil {
-			r.finish(t, envelope.StatusFailed, err.Error(), nil, nil)
-			continue
-		}
-		r.must(r.st.Emit(Event{Kind: rundir.EvAttemptStarted, Task: t.name, Attempt: a.n, Role: a.role, Base: head, Fence: a.fence, Trace: a.trace,
-			Agent: a.profileName, Model: a.profile.Model}))
-		r.running++
-		if a.dynamic {
-			r.runningKids++
-		}
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			r.attemptCh <- r.runAttempt(a)
-		}()
-	}
-}
-
-func branchName(run, task string) string { return "apiary/" + run + "/" + task }
-
-// newAttempt prepares the next attempt of a job on head: its lease and
-// fencing token, its capability, its worktree and branch.
-func (r *runner) newAttempt(j *job, head string) (*attemptState, error) {
-	t := j.t
-	ttl := secondsDur(t.tmpl.LeaseS)
-	if ttl <= 0 {
-		ttl = secondsDur(plan.DefaultLeaseS)
-	}
-	holder := fmt.Sprintf("%s attempt %d", t.name, t.attempts+1)
-	ls, err := r.leases.Grant(t.name, holder, ttl)
-	if err != nil {
-		return nil, err
-	}
-	t.fence = ls.Fence
-	t.state = stateBusy
-	if t.started.IsZero() {
-		t.started = r.s.now()
-	}
-	trace, err := rundir.Traceparent(r.rec.TraceID, r.s.rnd)
-	if err != nil {
-		r.leases.Release(t.name, ls.Fence)
-		return nil, err
-	}
-	a := &attemptState{run: r.rec.RunID, task: t.name, taskID: t.id, role: j.role, fence: ls.Fence, base: head,
-		tmpl: t.tmpl, trace: trace, profileName: t.tmpl.Agent.Profile, lease: ttl, dynamic: t.dynamic, spec: j.spec}
-	if j.profile != "" {
-		a.profileName = j.profile
-	}
-	dir := r.st.Task(t.name).Dir()
-	suffix := ""
-	if j.role == attempt.RoleWorker {
-		t.attempts++
-		a.n = t.attempts
-		a.branch = branchName(a.run, t.name)
-		if len(t.live) > 0 || j.spec { // another attempt of the task may hold the plain branch
-			a.branch += "." + strconv.Itoa(a.n)
-		}
-		a.envPath = filepath.Join(dir, "envelope.json")
-		if j.spec || a.n > 1 {
-			a.envPath = filepath.Join(dir, "envelope-"+strconv.Itoa(a.n)+".json")
-		}
-		a.logPath = filepath.Join(dir, "attempt-"+strconv.Itoa(a.n)+".log")
-	} else {
-		t.reconciles++
-		a.n = t.attempts
-		suffix = ".reconcile"
-		a.branch = branchName(a.run, t.name) + suffix
-		a.envPath = filepath.Join(dir, "reconcile-"+strconv.Itoa(a.n)+".envelope.json")
-		a.logPath = filepath.Join(dir, "reconcile-"+strconv.Itoa(a.n)+".log")
-		a.origBase, a.origCandidate, a.origChanges = j.base, j.candidate, j.changes
-		if ra := r.rec.Options.ReconcileAgent; ra != "" {
-			a.profileName = ra
-		}
-		rt := *t.tmpl
-		rt.Objective = fmt.Sprintf("Reconcile task %q's change with the integration branch. The task's objective: %s", t.name, t.tmpl.Objective)
-		rt.Budget = r.s.reconcileBudget(t.tmpl.Budget)
-		a.tmpl = &rt
-	}
-	if !slices.Contains(t.branches, a.branch) {
-		t.branches = append(t.branches, a.branch)
-	}
-	t.logs = append(t.logs, filepath.Base(a.logPath))
-	a.worktree = r.st.Worktree(t.name, a.n, suffix)
-	if j.role == attempt.RoleReconciler && t.reconciles > 1 {
-		a.worktree = r.st.Worktree(t.name, a.n, suffix+strconv.Itoa(t.reconciles))
-	}
-	a.home = a.worktree + ".home"
-	p, ok := r.profiles[a.profileName]
-	if !ok {
-		r.leases.Release(t.name, ls.Fence)
-		return nil, fmt.Errorf("%w: %q", ErrUnknownAgent, a.profileName)
-	}
-	a.profile = p
-	if err := r.grantCapability(t, a); err != nil {
-		r.leases.Release(t.name, ls.Fence)
-		return nil, err
-	}
-	a.ctx, a.stop = context.WithCancelCause(t.ctx)
-	a.budget = budgetOf(t.budget.Remaining(), t.budget.Limited(), a.tmpl.Budget)
-	if j.role == attempt.RoleReconciler {
-		a.budget = a.tmpl.Budget
-	}
-	t.live[a.fence] = &liveAttempt{a: a}
-	r.refMu.Lock()
-	r.refs[lineageKey(a.lineage)] = attemptRef{task: t.name, n: a.n, fence: a.fence, lineage: a.lineage, token: a.token}
-	r.refMu.Unlock()
-	if j.role == attempt.RoleWorker {
-		r.armSpeculation(t, a, j)
-	}
-	return a, nil
 }
 
 // onAttempt handles the end of an attempt.
@@ -534,7 +404,7 @@ func (r *runner) onAttempt(ctx context.Context, res *attemptResult) {
 		case len(t.live) > 0:
 			// another attempt of the task carries on (or reports the cancel)
 		default:
-			r.finish(t, envelope.StatusCancelled, cancelReason(t.ctx), nil, nil)
+			r.finish(t, envelope.StatusCancelled, cancelReason(t), nil, nil)
 		}
 		return
 	}
@@ -572,6 +442,7 @@ func (r *runner) onAttempt(ctx context.Context, res *attemptResult) {
 			return
 		}
 		t.base, t.candidate, t.changes = a.base, "", nil
+		t.notes = append(t.notes, "its agent changed nothing: there was nothing to integrate")
 		r.succeed(t, a.base, "", nil)
 		return
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/apiary-dev/apiary/internal/capability"
@@ -51,7 +50,7 @@ func (r *runner) spawn(ctx context.Context, in SpawnRequest) (*SpawnResult, erro
 		depth int
 	}
 	fc := make(chan flowAns, 1)
-	if !r.do(func() {
+	if !r.call(func() {
 		t := r.tasks[ref.task]
 		if t.flow == nil {
 			t.flow = supervise.NewFlow(int64(r.s.SpawnWindow))
@@ -78,7 +77,7 @@ func (r *runner) spawn(ctx context.Context, in SpawnRequest) (*SpawnResult, erro
 		err error
 	}
 	ch := make(chan ans, 1)
-	if !r.do(func() {
+	if !r.call(func() {
 		c, res, err := r.acceptSpawn(ref, e)
 		ch <- ans{c, res, err}
 	}) {
@@ -100,7 +99,7 @@ func (r *runner) spawn(ctx context.Context, in SpawnRequest) (*SpawnResult, erro
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
-	b, err := os.ReadFile(filepath.Join(r.st.Task(a.c.name).Dir(), "receipt.json"))
+	b, err := os.ReadFile(r.st.Task(a.c.name).ReceiptPath())
 	if err != nil {
 		return nil, err
 	}
@@ -201,8 +200,8 @@ func (r *runner) acceptSpawn(ref attemptRef, e *envelope.Envelope) (*taskState, 
 		c.Authority.Network = parent.tmpl.Authority.Network
 	}
 	c.Trace, c.Reconcile, c.Inputs.Workspace = nil, nil, "git:"+la.a.base
-	file := filepath.Join("children", name+".json")
-	if err := rundir.WriteEnvelope(filepath.Join(r.st.Task(parent.name).Dir(), file), &c, true); err != nil {
+	file := rundir.ChildName(name)
+	if err := rundir.WriteEnvelope(r.st.Task(parent.name).ChildPath(name), &c, true); err != nil {
 		kb.Close()
 		return refuse(err)
 	}

@@ -48,8 +48,13 @@ func (r *runner) armSpeculation(t *taskState, a *attemptState, j *job) {
 	if pt == nil {
 		return
 	}
-	hedged := pt.HedgeAfterS > 0 || pt.HedgeAgent != ""
+	hedgeAfterS := pt.HedgeAfterS
+	hedged := hedgeAfterS > 0 || pt.HedgeAgent != ""
 	quorum := pt.Quorum != nil && pt.Quorum.N > 1
+	if !hedged && !quorum && r.s.HedgeAfter > 0 {
+		// The run's default hedge, for a task that asks for none of its own.
+		hedgeAfterS, hedged = r.s.HedgeAfter.Seconds(), true
+	}
 	if !hedged && !quorum {
 		return
 	}
@@ -77,7 +82,7 @@ func (r *runner) armSpeculation(t *taskState, a *attemptState, j *job) {
 	if !hedged {
 		return
 	}
-	h := supervise.Hedge{After: secondsDur(pt.HedgeAfterS), Fallback: secondsDur(1.5 * pt.EstimateS)}
+	h := supervise.Hedge{After: secondsDur(hedgeAfterS), Fallback: secondsDur(1.5 * pt.EstimateS)}
 	delay, ok := h.Delay(&r.durations)
 	if !ok {
 		return

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/envelope"
@@ -102,5 +103,44 @@ tasks:
 	}
 	if got := attemptsOnBranch(t, repo2, rep2); len(got) != 0 {
 		t.Errorf("a lost quorum integrated %v", got)
+	}
+}
+
+// TestRunHedgeAfter: Config.HedgeAfter hedges a task that asks for no
+// hedge of its own: the slow first attempt loses to the second, which is
+// integrated alone; a task with its own quorum is left to it, and the run
+// records the default for a resume.
+func TestRunHedgeAfter(t *testing.T) {
+	t.Parallel()
+	repo := gittest.NewRepo(t, map[string]string{"README": "x\n"})
+	src := `version: 1
+max_parallel: 3
+agents:
+  w: {kind: command, argv: ["sh", "-c", "if [ $APIARY_ATTEMPT = 1 ]; then echo slow > out.txt; sleep 1000; else echo fast $APIARY_ATTEMPT > out.txt; fi"]}
+  q: {kind: command, argv: ["sh", "-c", "echo quorum > q.txt"]}
+tasks:
+  - {id: h, objective: h, agent: w, write_scope: [out.txt], checks: ["test -s out.txt"]}
+  - {id: q, objective: q, agent: q, quorum: {n: 2, k: 1}, write_scope: [q.txt], checks: ["test -s q.txt"]}
+`
+	var evs eventLog
+	rep := start(t, repo, src, Config{OnEvent: evs.add, HedgeAfter: 200 * time.Millisecond})
+	if !rep.OK() {
+		t.Fatalf("run %s: %+v", rep.Status, rep.Tasks)
+	}
+	if got := gittest.Show(t, repo, "main", "out.txt"); got != "fast 2\n" {
+		t.Errorf("out.txt = %q, want the hedge's", got)
+	}
+	if n := evs.count(rundir.EvHedged); n != 1 {
+		t.Errorf("%d hedges, want 1 (task h only: q has a quorum of its own)", n)
+	}
+	if ps := procsOf(rep.RunID, ""); len(ps) != 0 {
+		t.Errorf("the losing attempt's processes are left: %v", ps)
+	}
+	rec, err := rundir.Open(repo.Dir(), rep.RunID).Record()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Options.HedgeAfterS != 0.2 {
+		t.Errorf("run.json hedge_after_s = %v, want 0.2", rec.Options.HedgeAfterS)
 	}
 }

@@ -20,7 +20,9 @@ import (
 // (a dirty tree, a missing branch) as the plan package reports them; a run
 // whose tasks fail is not an error: see Report.OK. When ctx ends, running
 // agents are stopped, nothing more is integrated, and the run can be
-// continued with Resume.
+// continued with Resume. Where processes cannot be contained (Windows,
+// see proc.Supported) Start refuses with an error wrapping
+// proc.ErrUnsupported before it writes anything.
 func Start(ctx context.Context, cfg Config, nr NewRun) (*Report, error) {
 	s, err := cfg.resolve()
 	if err != nil {
@@ -81,9 +83,7 @@ func newRecord(ctx context.Context, s *settings, repo *git.Repo, id string, p *p
 	}
 	rec := &rundir.Record{Version: 1, RunID: id, Created: s.now().UTC(), Repo: repo.Dir(), PlanFile: nr.PlanFile,
 		IntegrationBranch: branch, StartHead: head, TraceID: trace, Tasks: map[string]string{}, Goal: nr.Goal,
-		Options: rundir.Options{MaxParallel: s.MaxParallel, MaxAttempts: s.MaxAttempts, MaxDepth: s.MaxDepth,
-			ReconcileAgent: s.ReconcileAgent, ReconcileBudget: s.ReconcileBudget, Agents: nr.Agents,
-			Planner: nr.Planner, Worker: nr.Worker}}
+		Options: s.recordOptions(nr)}
 	if rec.Options.MaxParallel == 0 {
 		rec.Options.MaxParallel = p.MaxParallel
 	}
@@ -127,6 +127,11 @@ func launch(ctx context.Context, s *settings, st *rundir.Log, rec *rundir.Record
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err := r.procs.Close(); err != nil {
+			s.log.Warn("removing the run's cgroup", "err", err)
+		}
+	}()
 	kind, todo := rundir.EvRunStarted, len(p.Tasks)
 	if restore != nil {
 		kind = rundir.EvRunResumed
@@ -137,7 +142,7 @@ func launch(ctx context.Context, s *settings, st *rundir.Log, rec *rundir.Record
 	} else {
 		r.registerPlan()
 	}
-	if err := st.Emit(Event{Kind: kind, Tasks: todo, Branch: rec.IntegrationBranch, Base: rec.StartHead}); err != nil {
+	if err := st.Emit(Event{Kind: kind, Tasks: todo, Branch: rec.IntegrationBranch, Base: rec.StartHead, Cgroup: r.procs.Dir()}); err != nil {
 		r.abort(nil)
 		return nil, err
 	}

@@ -114,6 +114,13 @@ func (w *waiter) add(ev Event) {
 	}
 }
 
+// all returns the events seen so far.
+func (w *waiter) all() []Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]Event{}, w.evs...)
+}
+
 // testBound caps how long anything one test waits for may take: a run
 // still going after it is cancelled (its agents killed) and a wait gives
 // up, so a hang fails its test with a reason instead of stalling the
@@ -166,12 +173,6 @@ func (w *waiter) kinds() string {
 		b.WriteString(ev.Kind + ":" + ev.Task + " ")
 	}
 	return b.String()
-}
-
-func (w *waiter) all() []Event {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]Event{}, w.evs...)
 }
 
 func countKind(evs []Event, kind, task string) int {

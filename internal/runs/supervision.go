@@ -10,6 +10,7 @@ import (
 	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/capability"
 	"github.com/apiary-dev/apiary/internal/envelope"
+	"github.com/apiary-dev/apiary/internal/proc"
 	"github.com/apiary-dev/apiary/internal/rundir"
 	"github.com/apiary-dev/apiary/internal/supervise"
 )
@@ -22,12 +23,21 @@ var (
 	errTaskOver    = errors.New("its task is over")
 )
 
-// cancelReason is the receipt reason of a task whose context ended.
-func cancelReason(ctx context.Context) string {
-	if c := supervise.CauseOf(ctx); c != nil {
-		return c.Error()
+// cancelReason is the receipt reason of a task whose context ended. The
+// receipt's status already says "cancelled": the reason says why, and
+// where the cancellation started when that was an ancestor.
+func cancelReason(t *taskState) string {
+	if c := supervise.CauseOf(t.ctx); c != nil {
+		return cancelText(c, t.name)
 	}
 	return "cancelled"
+}
+
+func cancelText(c *supervise.Cancelled, task string) string {
+	if c.Origin == "" || c.Origin == task {
+		return c.Reason
+	}
+	return "with " + c.Origin + ": " + c.Reason
 }
 
 func lineageKey(l []string) string { return strings.Join(l, "\x00") }
@@ -85,15 +95,26 @@ func (r *runner) grace() time.Duration {
 // finished now with a cancelled receipt (a running one gets it when its
 // attempt reports).
 func (r *runner) nodeCancelled(t *taskState, c *supervise.Cancelled) {
-	if t.done() || r.runCtx.Err() != nil {
+	if r.runCtx.Err() != nil {
 		return
 	}
+	// Even when its attempt reported first (it is quick to stop now): a
+	// cancelled task's capability ends with it.
 	if err := r.auth.revoke(t.lineage); err != nil {
 		r.s.log.Warn("publishing a revocation", "task_id", t.name, "err", err)
 	}
+	if t.done() {
+		return
+	}
 	switch t.state {
 	case statePending, stateQueued:
-		r.finish(t, envelope.StatusCancelled, c.Error(), nil, nil)
+		r.finish(t, envelope.StatusCancelled, cancelText(c, t.name), nil, nil)
+	case stateBusy:
+		// Its candidate waits for an integration that has not started:
+		// that will not happen now.
+		if len(t.live) == 0 && !r.integratingTask(t.name) && r.dropQueued(t.name) {
+			r.finish(t, envelope.StatusCancelled, cancelText(c, t.name), nil, nil)
+		}
 	}
 }
 
@@ -103,16 +124,27 @@ func (r *runner) cancelTask(name, reason string) ([]*taskState, error) {
 	if name != "" && r.tasks[name] == nil {
 		return nil, &ControlError{Kind: KindUnknown, Message: fmt.Sprintf("no task %q in run %s", name, r.rec.RunID)}
 	}
+	// Under integMu: an integration that has not moved the ref yet sees
+	// the cancel before it does (see integrate).
+	r.integMu.Lock()
 	names, err := r.tree.Cancel(name, reason)
+	r.integMu.Unlock()
 	if err != nil {
 		return nil, &ControlError{Kind: KindUnknown, Message: err.Error()}
 	}
 	r.must(r.st.Emit(Event{Kind: rundir.EvCancelRequested, Task: name, Reason: reason, Tasks: len(names)}))
 	var out []*taskState
 	for _, n := range names {
-		if t := r.tasks[n]; t != nil && !t.done() {
-			out = append(out, t)
+		t := r.tasks[n]
+		if t == nil || t.done() {
+			continue
 		}
+		// Now, before the answer: the node's hook may run after the task's
+		// attempt has reported.
+		if err := r.auth.revoke(t.lineage); err != nil {
+			r.s.log.Warn("publishing a revocation", "task_id", t.name, "err", err)
+		}
+		out = append(out, t)
 	}
 	return out, nil
 }
@@ -134,7 +166,12 @@ func (r *runner) cancelRequest(ctx context.Context, in CancelRequest) (*CancelRe
 		err error
 	}
 	ch := make(chan answer, 1)
-	if !r.do(func() {
+	if !r.call(func() {
+		if t := r.tasks[in.Task]; t != nil && t.done() {
+			ch <- answer{nil, &ControlError{Kind: KindFinished, Message: fmt.Sprintf("task %s has already finished: %s", t.name, t.receipt.Status),
+				Context: map[string]any{"status": string(t.receipt.Status)}}}
+			return
+		}
 		ts, err := r.cancelTask(in.Task, reason)
 		ch <- answer{ts, err}
 	}) {
@@ -144,18 +181,70 @@ func (r *runner) cancelRequest(ctx context.Context, in CancelRequest) (*CancelRe
 	if ans.err != nil {
 		return nil, ans.err
 	}
+	wait := secondsDur(in.WaitS)
+	if wait <= 0 {
+		wait = defaultCancelWait
+	}
+	wctx, stop := context.WithTimeout(ctx, wait)
+	defer stop()
 	res := &CancelResult{Cancelled: []string{}}
+	pending := func(t *taskState, why string) {
+		if res.Pending == nil {
+			res.Pending = map[string]string{}
+		}
+		res.Pending[t.name] = why
+	}
 	for _, t := range ans.ts {
-		res.Cancelled = append(res.Cancelled, t.name)
 		select {
 		case <-t.doneCh:
 		case <-r.loopDone:
-		case <-ctx.Done():
+		case <-wctx.Done():
+		}
+		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
+		}
+		switch st := r.receiptStatus(t); {
+		case st == "":
+			pending(t, "no receipt yet")
+		case st != string(envelope.StatusCancelled):
+			if res.Finished == nil {
+				res.Finished = map[string]string{}
+			}
+			res.Finished[t.name] = st
+		default:
+			// Its receipt comes after its processes are gone; say so if one
+			// was left anyway (one that dropped its marker cannot be seen).
+			if ps := proc.OwnerProcesses(r.rec.RunID, t.name); len(ps) > 0 {
+				pending(t, fmt.Sprintf("%d process(es) still running: %v", len(ps), ps))
+				continue
+			}
+			res.Cancelled = append(res.Cancelled, t.name)
 		}
 	}
 	res.AckMs = float64(time.Since(start).Microseconds()) / 1000
 	return res, nil
+}
+
+// defaultCancelWait bounds how long a cancel waits for its subtree.
+const defaultCancelWait = time.Minute
+
+// receiptStatus is t's receipt's status, read on the scheduler (""
+// without one, or once the run has ended and it has none).
+func (r *runner) receiptStatus(t *taskState) string {
+	ch := make(chan string, 1)
+	if r.call(func() {
+		if t.receipt != nil {
+			ch <- string(t.receipt.Status)
+			return
+		}
+		ch <- ""
+	}) {
+		return <-ch
+	}
+	if rc, err := r.st.Task(t.name).Receipt(); err == nil && rc != nil {
+		return string(rc.Status)
+	}
+	return ""
 }
 
 // abandon stops counting on a live attempt: its context ends with cause
@@ -285,8 +374,10 @@ func (r *runner) restartMember(o *taskState) {
 			req.stale = true
 		}
 	}
-	if req := r.integrating; req != nil && req.a.task == o.name {
-		req.stale = true
+	for _, req := range r.inflight {
+		if req.a.task == o.name {
+			req.stale = true
+		}
 	}
 	for _, ls := range r.leases.Live(o.name) {
 		r.leases.Release(o.name, ls.Fence)

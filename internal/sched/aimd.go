@@ -77,6 +77,11 @@ type AIMD struct {
 	successes int
 	lastCut   time.Time
 	cut       bool // lastCut is set
+	// ceiling is the limit the latest refusal for capacity left, at
+	// refusedAt: growing past it waits for Cooldown, so a cap is probed
+	// now and then rather than hit every few requests.
+	ceiling   int
+	refusedAt time.Time
 }
 
 // NewAIMD returns an AIMD configured by cfg and, if cfg.Target is set,
@@ -122,7 +127,7 @@ func (a *AIMD) Record(now time.Time, s Signal, ttfb time.Duration) int {
 		if every <= 0 {
 			every = a.limit
 		}
-		if a.successes >= every {
+		if a.successes >= every && (a.ceiling == 0 || a.limit < a.ceiling || now.Sub(a.refusedAt) >= a.cfg.Cooldown) {
 			a.successes = 0
 			a.limit = min(a.limit+1, a.cfg.Max)
 		}
@@ -132,9 +137,29 @@ func (a *AIMD) Record(now time.Time, s Signal, ttfb time.Duration) int {
 		}
 		a.cut, a.lastCut = true, now
 		a.successes = 0
+		a.ceiling = 0 // a guess, not a refusal's measurement
 		next := int(float64(a.limit) * a.cfg.Factor)
 		a.limit = max(min(next, a.limit-1), a.cfg.Min)
 	}
+	if a.limit != old && a.cfg.Target != nil {
+		a.cfg.Target.SetLimit(a.limit)
+	}
+	return a.limit
+}
+
+// Refused folds in a refusal for capacity (a concurrency cap's 529 or
+// 503) of a request sent while inflight requests were in flight, its own
+// included: the server holds fewer than it saw in flight, so the limit
+// drops to inflight−1 at once. That is a measurement, not a guess: no
+// cooldown applies. Growing past the new limit again waits for Cooldown after the refusal. It
+// returns the new limit.
+func (a *AIMD) Refused(now time.Time, inflight int) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	old := a.limit
+	a.successes = 0
+	a.limit = max(min(a.limit, inflight-1), a.cfg.Min)
+	a.ceiling, a.refusedAt = a.limit, now
 	if a.limit != old && a.cfg.Target != nil {
 		a.cfg.Target.SetLimit(a.limit)
 	}

@@ -106,3 +106,34 @@ func TestAIMDCooldown(t *testing.T) {
 		}
 	})
 }
+
+// A refusal for capacity is a measurement: the limit drops below what was
+// in flight at once, however recent the last cut, never below Min; growing
+// past it again waits for Cooldown.
+func TestAIMDRefused(t *testing.T) {
+	t.Parallel()
+	g := NewGate(GateConfig{Limit: 16})
+	a := NewAIMD(AIMDConfig{Initial: 16, Min: 1, Max: 16, IncreaseEvery: 1, Cooldown: 2 * time.Second, Target: g})
+	t0 := time.Unix(1000, 0)
+	a.Record(t0, Congestion, 0) // a cut just now: the cooldown does not hold back a refusal
+	if got := a.Refused(t0, 3); got != 2 || g.Limit() != 2 {
+		t.Fatalf("refused at 3 in flight: limit %d (gate %d), want 2", got, g.Limit())
+	}
+	if got := a.Refused(t0, 9); got != 2 {
+		t.Errorf("a refusal at more in flight raised the limit to %d", got)
+	}
+	for i := range 5 {
+		if got := a.Record(t0.Add(time.Duration(i)*100*time.Millisecond), Success, 0); got != 2 {
+			t.Fatalf("grew past the refused level to %d within the cooldown", got)
+		}
+	}
+	if got := a.Record(t0.Add(2*time.Second), Success, 0); got != 3 {
+		t.Errorf("after the cooldown: limit %d, want 3", got)
+	}
+	if got := a.Record(t0.Add(2*time.Second), Success, 0); got != 4 {
+		t.Errorf("past the refused level: limit %d, want 4", got)
+	}
+	if got := a.Refused(t0.Add(5*time.Second), 1); got != 1 {
+		t.Errorf("refused alone, long after: limit %d, want Min", got)
+	}
+}

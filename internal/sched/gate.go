@@ -221,6 +221,13 @@ func (g *Gate) Limit() int {
 	return g.limit
 }
 
+// InFlight returns the number of tickets held.
+func (g *Gate) InFlight() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.inFlight
+}
+
 // GateStats is a snapshot of a Gate.
 type GateStats struct {
 	Limit    int

@@ -20,6 +20,14 @@ type PacerConfig struct {
 	// (default 200 ms), one request a window probes its middle (default
 	// 200 ms).
 	ProbeWidth time.Duration
+	// FirstWindow is how many requests go before the server's first answer
+	// (default 4; negative: no limit). Until an answer says what the
+	// server allows, a first burst larger than its limit would be refused
+	// beyond it; the others wait for that answer, or for FirstWait
+	// (default 2 s) if it is slow to come. Only a Pacer with nothing
+	// configured holds its first requests.
+	FirstWindow int
+	FirstWait   time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -62,6 +70,13 @@ type Pacer struct {
 	timer   *time.Timer
 	wakeAt  time.Time
 	closed  bool
+
+	// The first window, until the server's first answer: learning says it
+	// is open, firstOut counts its grants not settled, firstEnd is when
+	// it gives up waiting for an answer (zero until its first grant).
+	learning bool
+	firstOut int
+	firstEnd time.Time
 }
 
 type waiter struct {
@@ -74,14 +89,16 @@ type waiter struct {
 
 // Grant is a request's place in a window. Exactly one of Answer (the
 // server answered, whatever the status), Cancel (it was never sent, or the
-// server did not charge it and it will not be sent again) settles it; Keep
-// holds it across a retry of an attempt the server did not charge.
+// server did not charge it and it will not be sent again) settles it; an
+// unsettled grant may be sent again (a retry of an attempt the server did
+// not charge keeps its place).
 type Grant struct {
 	p       *Pacer
 	cost    Cost
 	win     [numDims]int64
 	sent    time.Time
 	settled bool
+	first   bool // granted in the first window
 	// Probe marks a grant sent ahead of a full window's estimated end to
 	// find where it is.
 	Probe bool
@@ -95,7 +112,14 @@ func NewPacer(cfg PacerConfig) *Pacer {
 	if cfg.ProbeWidth <= 0 {
 		cfg.ProbeWidth = 200 * time.Millisecond
 	}
-	p := &Pacer{cfg: cfg, now: cfg.Now, served: map[string]uint64{}}
+	if cfg.FirstWindow == 0 {
+		cfg.FirstWindow = 4
+	}
+	if cfg.FirstWait <= 0 {
+		cfg.FirstWait = 2 * time.Second
+	}
+	configured := cfg.Requests.Limit > 0 || cfg.Input.Limit > 0 || cfg.Output.Limit > 0 || cfg.Total.Limit > 0
+	p := &Pacer{cfg: cfg, now: cfg.Now, served: map[string]uint64{}, learning: cfg.FirstWindow > 0 && !configured}
 	if p.now == nil {
 		p.now = time.Now
 	}
@@ -195,6 +219,9 @@ func (g *Grant) Answer(recv time.Time, obs [4]Observation, charged bool) {
 	if sent.IsZero() {
 		sent = recv
 	}
+	// Whatever the server said, it said what it allows (or that it sets
+	// no limits): the first window is over.
+	p.learning = false
 	for d := range numDims {
 		p.d[d].answer(float64(g.cost.of(d)), g.win[d], obs[d], sent, recv, charged)
 	}
@@ -214,6 +241,9 @@ func (g *Grant) cancelLocked() {
 		return
 	}
 	g.settled = true
+	if g.first && g.p.learning {
+		g.p.firstOut--
+	}
 	for d := range numDims {
 		w := &g.p.d[d]
 		w.inflight = max(w.inflight-float64(g.cost.of(d)), 0)
@@ -237,7 +267,13 @@ func (p *Pacer) pump(now time.Time) {
 		p.waiting = append(p.waiting[:i], p.waiting[i+1:]...)
 		p.seq++
 		p.served[w.ask.Agent] = p.seq
-		g := &Grant{p: p, cost: w.ask.Cost, Probe: probe}
+		g := &Grant{p: p, cost: w.ask.Cost, Probe: probe, first: p.learning}
+		if p.learning {
+			p.firstOut++
+			if p.firstEnd.IsZero() {
+				p.firstEnd = now.Add(p.cfg.FirstWait)
+			}
+		}
 		for d := range numDims {
 			x := &p.d[d]
 			if n := w.ask.Cost.of(d); n > 0 && x.limit > 0 {
@@ -293,6 +329,12 @@ func (p *Pacer) before(now time.Time, a, b *waiter) bool {
 func (p *Pacer) admit(now time.Time, c Cost) (ok, probe bool, at time.Time) {
 	if now.Before(p.pause) {
 		return false, false, p.pause
+	}
+	if p.learning && !p.firstEnd.IsZero() && !now.Before(p.firstEnd) {
+		p.learning = false // no answer in time: stop waiting for one
+	}
+	if p.learning && p.firstOut >= p.cfg.FirstWindow {
+		return false, false, p.firstEnd
 	}
 	var probeTimes []time.Time
 	full := 0

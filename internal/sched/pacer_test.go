@@ -345,3 +345,70 @@ func TestPacerLearnsBucketRate(t *testing.T) {
 		}
 	})
 }
+
+// Before the server's first answer only FirstWindow requests go: a first
+// burst larger than the server's limit is not refused beyond it, where
+// without the hold it is.
+func TestPacerFirstWindow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		first int
+		want  func(r429 int) bool
+	}{
+		{"held", 0, func(n int) bool { return n == 0 }},
+		{"not held", -1, func(n int) bool { return n >= 6 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				// 12 agents at once against 5 a window, well inside the window.
+				s := newSim(10*time.Second, 5, resetMillis, 8*time.Second)
+				p := NewPacer(PacerConfig{FirstWindow: tc.first})
+				defer p.Close()
+				drive(t, p, s, 12, 1, 100*time.Millisecond)
+				if !tc.want(s.r429) {
+					t.Errorf("%d requests refused", s.r429)
+				}
+			})
+		})
+	}
+}
+
+// The first window waits for an answer only so long (FirstWait), and a
+// grant of it that is cancelled gives its place to the next request.
+func TestPacerFirstWindowWait(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		p := NewPacer(PacerConfig{FirstWindow: 2, FirstWait: 3 * time.Second})
+		defer p.Close()
+		ask := Ask{Agent: "a", Cost: Cost{Requests: 1}}
+		g1, _ := p.Wait(context.Background(), ask)
+		if _, err := p.Wait(context.Background(), ask); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan time.Duration, 2)
+		for range 2 {
+			go func() {
+				t0 := time.Now()
+				if _, err := p.Wait(context.Background(), ask); err != nil {
+					t.Error(err)
+				}
+				got <- time.Since(t0)
+			}()
+		}
+		synctest.Wait()
+		if p.Waiting() != 2 {
+			t.Fatalf("%d waiting, want 2 held behind the first window", p.Waiting())
+		}
+		g1.Cancel() // never sent: its place goes to one of the two
+		synctest.Wait()
+		if d := <-got; d != 0 || p.Waiting() != 1 {
+			t.Fatalf("after a cancel: one released after %v, %d waiting", d, p.Waiting())
+		}
+		// No answer comes: the last one goes once FirstWait has passed.
+		if d := <-got; d != 3*time.Second {
+			t.Errorf("released after %v, want the first window's 3 s", d)
+		}
+	})
+}

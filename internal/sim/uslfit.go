@@ -236,3 +236,28 @@ func leastSquares(a [][]float64, y []float64) (x []float64, ok bool) {
 	}
 	return x, true
 }
+
+// AnalyzeFit fits the law to pts (FitUSL) and evaluates the fitted law at
+// m workers (MaxM(pts) is the largest measured count); the report carries
+// the fit's statistics.
+func AnalyzeFit(pts []Point, m float64) (USLReport, error) {
+	u, t1, st, err := FitUSL(pts)
+	if err != nil {
+		return USLReport{}, err
+	}
+	r, err := u.Analyze(t1, m)
+	if err != nil {
+		return r, err
+	}
+	r.Fit = &st
+	return r, nil
+}
+
+// MaxM is the largest worker count of pts (0 for none).
+func MaxM(pts []Point) float64 {
+	m := 0.0
+	for _, p := range pts {
+		m = max(m, p.M)
+	}
+	return m
+}

@@ -5,7 +5,11 @@
 //
 // Parser is push-style, for code that sees a stream as it passes through (a
 // proxy parsing a copy of the bytes it forwards); Reader pulls events from an
-// io.Reader; Writer emits events and flushes after each one.
+// io.Reader; Writer emits events and flushes after each one; AppendEvent and
+// AppendComment encode into a buffer, for code that assembles or rewrites a
+// stream (a proxy re-emitting the events it parsed). Every encoder of an
+// event stream in apiary goes through them, so the bytes on the wire have
+// one definition.
 package sse
 
 import (

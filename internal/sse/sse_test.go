@@ -140,6 +140,62 @@ func TestWriterRoundTrip(t *testing.T) {
 	}
 }
 
+// TestAppend pins the exact bytes of the encoders (what the providers send:
+// "event: NAME\ndata: DATA\n\n", multi-line data as several data lines)
+// and checks that the package's own Parser reads them back.
+func TestAppend(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		typ, data string
+		want      string
+		wantData  string // what the Parser reads back
+	}{
+		{"anthropic", "content_block_stop", `{"type":"content_block_stop","index":0}`,
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n", `{"type":"content_block_stop","index":0}`},
+		{"anthropic ping", "ping", `{"type": "ping"}`, "event: ping\ndata: {\"type\": \"ping\"}\n\n", `{"type": "ping"}`},
+		{"no type", "", `{"x":1}`, "data: {\"x\":1}\n\n", `{"x":1}`},
+		{"openai done", "", "[DONE]", "data: [DONE]\n\n", "[DONE]"},
+		{"empty data", "e", "", "event: e\ndata: \n\n", ""},
+		{"multi-line data", "", "a\nb\r\nc\rd", "data: a\ndata: b\ndata: c\ndata: d\n\n", "a\nb\nc\nd"},
+		{"trailing newline", "", "a\n", "data: a\ndata: \n\n", "a\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			prefix := []byte("keep")
+			got := AppendEvent(prefix, tt.typ, []byte(tt.data))
+			if string(got) != "keep"+tt.want {
+				t.Fatalf("AppendEvent = %q, want %q after the prefix", got, tt.want)
+			}
+			evs := parseAll(t, tt.want)
+			if len(evs) != 1 || evs[0].Type != tt.typ || evs[0].Data != tt.wantData {
+				t.Fatalf("parsed back %+v, want type %q data %q", evs, tt.typ, tt.wantData)
+			}
+		})
+	}
+}
+
+func TestAppendComment(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ text, want string }{
+		{"keep-alive", ": keep-alive\n\n"},
+		{"", ":\n\n"},
+		{"a\ndata: injected\r\nb", ": a\n: data: injected\n: b\n\n"},
+	}
+	for _, tt := range tests {
+		got := string(AppendComment(nil, tt.text))
+		if got != tt.want {
+			t.Errorf("AppendComment(%q) = %q, want %q", tt.text, got, tt.want)
+		}
+		// A comment dispatches nothing and leaves the next event intact.
+		evs := parseAll(t, got+string(AppendEvent(nil, "e", []byte("x"))))
+		if len(evs) != 1 || evs[0].Type != "e" || evs[0].Data != "x" {
+			t.Errorf("comment %q then an event parsed as %+v", tt.text, evs)
+		}
+	}
+}
+
 // FuzzParser checks that feeding a stream in two pieces gives the same events
 // as feeding it whole, and that what Writer writes parses back to the same
 // data.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // Writer writes events to w and flushes after each one if w has a Flush
@@ -27,14 +28,9 @@ func (w *Writer) EventID(typ, id string, data []byte) error {
 	return w.write(typ, id, data)
 }
 
-// Comment writes a comment line, which keeps idle connections alive.
+// Comment writes a comment, which keeps idle connections alive.
 func (w *Writer) Comment(text string) error {
-	w.buf = append(w.buf[:0], ':')
-	if text != "" {
-		w.buf = append(w.buf, ' ')
-		w.buf = append(w.buf, text...)
-	}
-	w.buf = append(w.buf, '\n', '\n')
+	w.buf = AppendComment(w.buf[:0], text)
 	return w.flush()
 }
 
@@ -56,6 +52,34 @@ func (w *Writer) write(typ, id string, data []byte) error {
 // to b, for callers that assemble a response before writing it. Data
 // containing newlines is split into several data lines.
 func AppendEvent(b []byte, typ string, data []byte) []byte { return appendEvent(b, typ, "", data) }
+
+// AppendComment appends a comment (": text", or ":" when text is empty)
+// and the blank line that ends it to b. Text containing newlines becomes
+// several comment lines, so it can never start a field. A comment
+// dispatches no event: readers see only that the stream is alive.
+func AppendComment(b []byte, text string) []byte {
+	for {
+		b = append(b, ':')
+		i := strings.IndexAny(text, "\r\n")
+		line := text
+		if i >= 0 {
+			line = text[:i]
+		}
+		if line != "" {
+			b = append(b, ' ')
+			b = append(b, line...)
+		}
+		b = append(b, '\n')
+		if i < 0 {
+			break
+		}
+		if text[i] == '\r' && i+1 < len(text) && text[i+1] == '\n' {
+			i++
+		}
+		text = text[i+1:]
+	}
+	return append(b, '\n')
+}
 
 func appendEvent(b []byte, typ, id string, data []byte) []byte {
 	if typ != "" {

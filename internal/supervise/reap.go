@@ -10,16 +10,26 @@ import (
 // Kind is the kind of thing the reaper may remove.
 type Kind string
 
-// Kinds, in the order Reap handles them: processes first (so nothing is
-// still writing into a worktree being removed), sockets last.
+// Kinds. Reap handles processes first (so nothing is still writing into a
+// worktree being removed), then their cgroups, worktrees, branches (local,
+// then remote), sockets, and empty directories after the worktrees that
+// were in them.
 const (
-	KindProcess  Kind = "process"
-	KindWorktree Kind = "worktree"
-	KindBranch   Kind = "branch"
-	KindSocket   Kind = "socket"
+	KindProcess   Kind = "process"
+	KindCgroup    Kind = "cgroup"
+	KindWorktree  Kind = "worktree"
+	KindBranch    Kind = "branch"
+	KindSocket    Kind = "socket"
+	KindDirectory Kind = "directory"
+	// KindCheckout is a checkout a dead run left behind its moved branch;
+	// "removing" it brings it along.
+	KindCheckout Kind = "checkout"
+	// KindRemoteBranch is a branch on a shared remote (a swarm run's
+	// candidate); its ID is "REMOTE REF".
+	KindRemoteBranch Kind = "remote-branch"
 )
 
-var kindOrder = []Kind{KindProcess, KindWorktree, KindBranch, KindSocket}
+var kindOrder = []Kind{KindProcess, KindCgroup, KindWorktree, KindBranch, KindRemoteBranch, KindSocket, KindDirectory, KindCheckout}
 
 // Item is one thing apiary's own records say it created.
 type Item struct {
@@ -31,6 +41,9 @@ type Item struct {
 	Owner string
 	// Created is when the records say it was made.
 	Created time.Time
+	// Keep, if longer than the grace period, is how long after Created
+	// it is kept anyway (a failed task's branch, kept to look at).
+	Keep time.Duration
 }
 
 func (it Item) String() string { return fmt.Sprintf("%s %s (owner %s)", it.Kind, it.ID, it.Owner) }
@@ -76,7 +89,7 @@ type ReapReport struct {
 // Kept is an item Reap left alone, and why.
 type Kept struct {
 	Item   Item
-	Reason string // "owner alive", "within grace", "gone", "not apiary's"
+	Reason string // "owner alive", "within grace", "within retention", "gone", "not apiary's"
 }
 
 // Reap removes the items whose owner's lease is dead, that are older than
@@ -106,8 +119,12 @@ func Reap(ctx context.Context, items []Item, rm Remover, o ReapOptions) (ReapRep
 			case o.Alive(it.Owner):
 				rep.Kept = append(rep.Kept, Kept{it, "owner alive"})
 				continue
-			case !it.Created.IsZero() && now().Sub(it.Created) < o.Grace:
-				rep.Kept = append(rep.Kept, Kept{it, "within grace"})
+			case !it.Created.IsZero() && now().Sub(it.Created) < max(o.Grace, it.Keep):
+				why := "within grace"
+				if it.Keep > o.Grace {
+					why = "within retention"
+				}
+				rep.Kept = append(rep.Kept, Kept{it, why})
 				continue
 			}
 			ok, err := rm.Exists(ctx, it)

@@ -43,6 +43,7 @@ func TestReap(t *testing.T) {
 		{Kind: KindWorktree, ID: "/wt/r3/c-1", Owner: "r3", Created: young}, // within grace
 		{Kind: KindWorktree, ID: "/wt/r1/gone", Owner: "r1", Created: old},  // already gone
 		{Kind: KindBranch, ID: "apiary/r1/stuck", Owner: "r1", Created: old},
+		{Kind: KindRemoteBranch, ID: "/r.git refs/heads/apiary/r1/a-1", Owner: "r1", Created: old},
 	}
 	world := func() *fakeWorld {
 		w := &fakeWorld{exists: map[string]bool{}, broken: map[string]bool{"branch:apiary/r1/stuck": true}}
@@ -63,11 +64,11 @@ func TestReap(t *testing.T) {
 		if dry != (err == nil) {
 			t.Errorf("dry=%v: error %v (only a real pass fails, on the stuck branch)", dry, err)
 		}
-		want := []string{"process:4242", "worktree:/wt/r1/a-1", "branch:apiary/r1/a", "branch:apiary/r1/stuck", "socket:/runs/r1/control.sock"}
+		want := []string{"process:4242", "worktree:/wt/r1/a-1", "branch:apiary/r1/a", "branch:apiary/r1/stuck", "remote-branch:/r.git refs/heads/apiary/r1/a-1", "socket:/runs/r1/control.sock"}
 		if dry && len(w.removed) != 0 {
 			t.Errorf("dry run removed %v", w.removed)
 		}
-		if !dry && !slices.Equal(w.removed, []string{"process:4242", "worktree:/wt/r1/a-1", "branch:apiary/r1/a", "socket:/runs/r1/control.sock"}) {
+		if !dry && !slices.Equal(w.removed, []string{"process:4242", "worktree:/wt/r1/a-1", "branch:apiary/r1/a", "remote-branch:/r.git refs/heads/apiary/r1/a-1", "socket:/runs/r1/control.sock"}) {
 			t.Errorf("removed %v", w.removed)
 		}
 		if !slices.Equal(logged, want) {

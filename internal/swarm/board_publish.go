@@ -14,6 +14,7 @@ import (
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/plan"
 	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/swarm/layout"
 )
 
 // PublishConfig describes a plan to publish as a swarm run.
@@ -31,7 +32,7 @@ type PublishConfig struct {
 	PlanData []byte
 	Agents   map[string]plan.Agent
 	RunID    string // "" generates one
-	Options  Options
+	Options  layout.Options
 	Now      func() time.Time
 	Rand     io.Reader
 }
@@ -39,9 +40,9 @@ type PublishConfig struct {
 // Publish validates a plan and publishes it on the board as a swarm
 // run: its tasks (ready ones announced), then the run's record, which
 // workers are waiting for.
-func Publish(ctx context.Context, cfg PublishConfig) (*Record, error) {
+func Publish(ctx context.Context, cfg PublishConfig) (*layout.Record, error) {
 	if cfg.Store == nil || cfg.Repo == nil {
-		return nil, fmt.Errorf("%w: publishing needs a board and a repository", ErrConfig)
+		return nil, fmt.Errorf("%w: publishing needs a board and a repository", layout.ErrConfig)
 	}
 	now, rnd := cfg.Now, cfg.Rand
 	if now == nil {
@@ -61,10 +62,16 @@ func Publish(ctx context.Context, cfg PublishConfig) (*Record, error) {
 		}
 	}
 	if !rundir.ValidID(id) {
-		return nil, fmt.Errorf("%w: run id %q", ErrConfig, id)
+		return nil, fmt.Errorf("%w: run id %q", layout.ErrConfig, id)
 	}
-	r := &Record{Run: id, PlanFile: cfg.PlanFile, Remote: cfg.Remote, Agents: p.Agents, Options: cfg.Options, Created: now().UTC()}
-	r.Options.Merge.fromPlan(p.Merge)
+	r := &layout.Record{Run: id, PlanFile: cfg.PlanFile, Remote: cfg.Remote, Agents: p.Agents, Options: cfg.Options, Created: now().UTC()}
+	if r.Options.IntentWaitS <= 0 && p.IntentWaitS > 0 {
+		r.Options.IntentWaitS = p.IntentWaitS // the plan's, unless the caller set one
+	}
+	if r.Options.HedgeAfterS < 0 {
+		return nil, fmt.Errorf("%w: a negative hedge delay (%gs)", layout.ErrConfig, r.Options.HedgeAfterS)
+	}
+	r.Options.Merge.FromPlan(p.Merge)
 	if err := r.Options.Merge.Validate(); err != nil {
 		return nil, err
 	}
@@ -88,14 +95,14 @@ func Publish(ctx context.Context, cfg PublishConfig) (*Record, error) {
 		r.IntegrationBranch = p.IntegrationBranch
 		if r.IntegrationBranch == "" {
 			if r.IntegrationBranch, err = cfg.Repo.CurrentBranch(ctx); err != nil {
-				return nil, fmt.Errorf("%w: no integration_branch in the plan and %v", ErrConfig, err)
+				return nil, fmt.Errorf("%w: no integration_branch in the plan and %v", layout.ErrConfig, err)
 			}
 		}
 		if r.StartHead, err = cfg.Repo.RemoteRef(ctx, r.Remote, "refs/heads/"+r.IntegrationBranch); err != nil {
 			return nil, err
 		}
 		if r.StartHead == "" {
-			return nil, fmt.Errorf("%w: the remote %s has no branch %s", ErrConfig, r.Remote, r.IntegrationBranch)
+			return nil, fmt.Errorf("%w: the remote %s has no branch %s", layout.ErrConfig, r.Remote, r.IntegrationBranch)
 		}
 	}
 	if r.TraceID, err = rundir.RandomHex(rnd, 16); err != nil {
@@ -108,7 +115,13 @@ func Publish(ctx context.Context, cfg PublishConfig) (*Record, error) {
 		if env.TaskID, err = envelope.NewTaskID(now(), rnd); err != nil {
 			return nil, err
 		}
-		specs = append(specs, publishSpec{name: pt.ID, env: env, tags: pt.Tags, deps: pt.Deps, prio: prio[pt.ID]})
+		n, k := 0, 0
+		if q := pt.Quorum; q != nil {
+			n, k = q.N, q.K
+		}
+		sp := layout.SpecFor(pt.HedgeAfterS, pt.HedgeAgent, n, k, pt.EstimateS, r.Options.HedgeAfterS)
+		r.Options.Speculative = r.Options.Speculative || sp != nil
+		specs = append(specs, publishSpec{name: pt.ID, env: env, tags: pt.Tags, deps: pt.Deps, prio: prio[pt.ID], spec: sp})
 		r.Tasks = append(r.Tasks, pt.ID)
 	}
 	if err := publish(ctx, cfg.Store, r, specs); err != nil {
@@ -123,12 +136,12 @@ func Publish(ctx context.Context, cfg PublishConfig) (*Record, error) {
 // report. When ctx ends first it returns the report so far and ctx's
 // error; the run stays active.
 func WaitRun(ctx context.Context, st *board.Store, run string, onTask func(board.Task)) (*Report, error) {
-	r, err := ReadRecord(ctx, st, run)
+	r, err := layout.ReadRecord(ctx, st, run)
 	if err != nil {
 		return nil, err
 	}
 	state := map[string]board.TaskStatus{}
-	ch, err := follow(ctx, st, runTaskPrefix(run), func(ev board.Event) {
+	ch, err := layout.Follow(ctx, st, layout.RunTaskPrefix(run), func(ev board.Event) {
 		if ev.Type != board.EventPut {
 			return
 		}
@@ -147,14 +160,14 @@ func WaitRun(ctx context.Context, st *board.Store, run string, onTask func(board
 	for {
 		n := 0
 		for _, name := range r.Tasks {
-			if terminal(state[taskID(run, name)]) {
+			if layout.Terminal(state[layout.TaskID(run, name)]) {
 				n++
 			}
 		}
 		if n == len(r.Tasks) {
 			// The merge role may have added tasks (a split, a reuse) in the
 			// meantime: the run is over only when the record's tasks are.
-			cur, err := ReadRecord(ctx, st, run)
+			cur, err := layout.ReadRecord(ctx, st, run)
 			if err != nil {
 				return nil, err
 			}
@@ -182,4 +195,100 @@ func WaitRun(ctx context.Context, st *board.Store, run string, onTask func(board
 		return nil, err
 	}
 	return LoadReport(ctx, st, run)
+}
+
+// publishSpec is one task to publish.
+type publishSpec struct {
+	name  string
+	env   *envelope.Envelope
+	tags  []string
+	deps  []envelope.Dep
+	prio  float64
+	workS float64
+	spec  *layout.Speculation
+}
+
+// publish writes run and its tasks: tasks without dependencies are ready
+// and announced, the others pending. The run record goes last, so a worker
+// that sees the run finds every task.
+func publish(ctx context.Context, st *board.Store, r *Record, specs []publishSpec) error {
+	if err := publishTasks(ctx, st, r, specs); err != nil {
+		return err
+	}
+	return publishRun(ctx, st, r)
+}
+
+// publishTasks writes the run's tasks.
+func publishTasks(ctx context.Context, st *board.Store, r *Record, specs []publishSpec) error {
+	r.Options.Defaults()
+	succ := map[string][]string{}
+	for _, sp := range specs {
+		for _, d := range sp.deps {
+			succ[d.Task] = append(succ[d.Task], sp.name)
+		}
+	}
+	var ops []board.Op
+	flush := func() error {
+		if len(ops) == 0 {
+			return nil
+		}
+		_, err := st.Txn(ctx, board.Txn{Then: ops})
+		ops = ops[:0]
+		return err
+	}
+	for _, sp := range specs {
+		p := &layout.Payload{Name: sp.name, Envelope: sp.env, Succ: succ[sp.name],
+			Shard: layout.ShardOf(sp.name, r.Options.Shards), Prio: sp.prio, WorkS: sp.workS, Spec: sp.spec}
+		deps := make([]string, len(sp.deps))
+		for i, d := range sp.deps {
+			deps[i] = layout.TaskID(r.Run, d.Task)
+		}
+		t := board.Task{ID: layout.TaskID(r.Run, sp.name), Status: board.TaskPending, Tags: sp.tags, Deps: deps}
+		if len(sp.deps) == 0 {
+			t.Status = board.TaskReady
+		}
+		val, err := layout.EncodeTask(t, p)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, board.PutOp(board.TaskKey(t.ID), val, board.NoLease))
+		if t.Status == board.TaskReady {
+			ops = append(ops, board.PutOp(layout.ReadyKey(r.Run, p.Shard, t.ID), layout.MustJSON(layout.NoteOf(t, p, val, 0)), board.NoLease))
+		}
+		if len(ops) >= 96 { // etcd bounds the operations of one transaction
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+// publishRun writes the run's record, active; it fails if the run exists.
+func publishRun(ctx context.Context, st *board.Store, r *Record) error {
+	r.Status = RunActive
+	rev, err := st.CAS(ctx, layout.RunKey(r.Run), layout.MustJSON(r), 0, board.NoLease)
+	if errors.Is(err, board.ErrRevisionMismatch) {
+		return fmt.Errorf("%w: run %s is already on the board", ErrConfig, r.Run)
+	}
+	r.Revision = rev
+	return err
+}
+
+// finishRun marks the run finished: hosts stop serving it.
+func finishRun(ctx context.Context, st *board.Store, run string) error {
+	for {
+		r, err := ReadRecord(ctx, st, run)
+		if err != nil {
+			return err
+		}
+		if r.Status == RunFinished {
+			return nil
+		}
+		r.Status, r.Finished = RunFinished, time.Now().UTC()
+		_, err = st.CAS(ctx, layout.RunKey(run), layout.MustJSON(r), r.Revision, board.NoLease)
+		if !errors.Is(err, board.ErrRevisionMismatch) {
+			return err
+		}
+	}
 }

@@ -1,11 +1,8 @@
 package swarm
 
-import "github.com/apiary-dev/apiary/internal/review"
-
-// DupKinds.
-const (
-	DupExact = "exact"
-	DupNear  = "near"
+import (
+	"github.com/apiary-dev/apiary/internal/review"
+	"github.com/apiary-dev/apiary/internal/swarm/layout"
 )
 
 // Duplicate is a function a worker added that duplicates another.
@@ -24,7 +21,7 @@ type Duplicate struct {
 const minDupTokens = 12
 
 // dupIndex holds the functions known so far: those that existed in the
-// repository and those added by integrated or pending candidates.
+// repository and those added by integrated candidates.
 type dupIndex struct {
 	byHash map[string]indexed
 	all    []indexed
@@ -48,19 +45,29 @@ func (x *dupIndex) add(f review.Func, task string) {
 	x.all = append(x.all, e)
 }
 
-// remove drops the functions of file that existed before (a file the run
-// rewrote).
+// removeFile drops the functions of file, which the run rewrote: whoever
+// wrote them, they are what the file held before, and the caller indexes
+// what it holds now. An exact hash whose first holder was in file passes
+// to the next function in the index that has it.
 func (x *dupIndex) removeFile(file string) {
 	keep := x.all[:0]
 	for _, e := range x.all {
-		if e.f.File != file || e.task != "" {
+		if e.f.File != file {
 			keep = append(keep, e)
 		}
 	}
+	clear(x.all[len(keep):])
 	x.all = keep
+	lost := map[string]bool{}
 	for h, e := range x.byHash {
-		if e.f.File == file && e.task == "" {
+		if e.f.File == file {
 			delete(x.byHash, h)
+			lost[h] = true
+		}
+	}
+	for _, e := range x.all {
+		if _, ok := x.byHash[e.f.Hash]; !ok && lost[e.f.Hash] {
+			x.byHash[e.f.Hash] = e
 		}
 	}
 }
@@ -73,7 +80,7 @@ func (x *dupIndex) find(f review.Func, task string, near float64) (Duplicate, bo
 		return Duplicate{}, false
 	}
 	if e, ok := x.byHash[f.Hash]; ok && e.task != task && !(e.f.File == f.File && e.f.Name == f.Name) {
-		return Duplicate{Task: task, Func: f, Of: e.f, OfTask: e.task, Kind: DupExact, Ratio: 1}, true
+		return Duplicate{Task: task, Func: f, Of: e.f, OfTask: e.task, Kind: layout.DupExact, Ratio: 1}, true
 	}
 	var best Duplicate
 	found := false
@@ -86,7 +93,7 @@ func (x *dupIndex) find(f review.Func, task string, near float64) (Duplicate, bo
 			continue // too different in length to reach the threshold
 		}
 		if r := review.Similarity(f.Tokens, e.f.Tokens); r >= near && r > best.Ratio {
-			best, found = Duplicate{Task: task, Func: f, Of: e.f, OfTask: e.task, Kind: DupNear, Ratio: r}, true
+			best, found = Duplicate{Task: task, Func: f, Of: e.f, OfTask: e.task, Kind: layout.DupNear, Ratio: r}, true
 		}
 	}
 	return best, found

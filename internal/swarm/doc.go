@@ -11,18 +11,11 @@
 // a single merge role, which integrates candidates in batches behind the
 // same invariant gates as a local run, detects duplicate functions, keeps
 // a utility index and watches for hot files, and turns conflicts into
-// resolution hints.
+// resolution hints. Workers push their candidates to the run's shared
+// git remote as refs/heads/apiary/RUN/NAME-TOKEN; what a host that died
+// left there is deleted by ReapRemote once the run has finished.
 //
 // The board's layout and the transaction every transition is are
-// described in board.go.
+// described in package layout; a shard's gatekeeper is package
+// gatekeeper.
 package swarm
-
-import "errors"
-
-// Errors of swarm mode; test with errors.Is.
-var (
-	// ErrConfig: an option or argument is missing or invalid.
-	ErrConfig = errors.New("invalid swarm configuration")
-	// ErrBadRun: a run's state on the board is unreadable or inconsistent.
-	ErrBadRun = errors.New("corrupt swarm run state")
-)

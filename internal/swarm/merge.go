@@ -9,7 +9,7 @@ import (
 
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/git"
-	"github.com/apiary-dev/apiary/internal/plan"
+	"github.com/apiary-dev/apiary/internal/swarm/layout"
 )
 
 // The merge role is the single integrator of a swarm run: whichever host
@@ -31,153 +31,27 @@ import (
 // type enters the hints review queue), compacts the intent log, and cools
 // the run down when duplicates or gate failures pile up.
 
-// MergeOptions tune the merge role; zero fields take the defaults.
-type MergeOptions struct {
-	BatchTasks int     `json:"batch_tasks"`  // integrate a worker's work after N finished tasks (default 1)
-	BatchLines int     `json:"batch_lines"`  // ... or L changed lines (default 0: no line trigger)
-	BatchWaitS float64 `json:"batch_wait_s"` // a candidate waits at most this long for its batch (default 2)
-	// NearDup is the similarity ratio at which a function counts as a near
-	// duplicate (default 0.85).
-	NearDup float64 `json:"near_dup"`
-	// OnExact and OnNear say what happens to a candidate that adds an
-	// exact or a near duplicate of a function: DupWarn (the default)
-	// integrates it and reports the duplicate; DupReject rejects the
-	// attempt with a receipt naming the function to use, and the task is
-	// retried with that as a hint; DupReuse integrates it and adds a task
-	// that makes the new function call the existing one.
-	// RejectDuplicates is the older spelling of OnExact: DupReject.
-	OnExact          DupPolicy `json:"on_exact,omitempty"`
-	OnNear           DupPolicy `json:"on_near,omitempty"`
-	RejectDuplicates bool      `json:"reject_duplicates,omitempty"`
-	// Cool-down: over the last CooldownWindow integrations (default 20, and
-	// at least CooldownMin = 8 of them), a duplicate rate above MaxDupRate
-	// (0.25) or a gate pass rate below MinPassRate (0.75) stops new claims
-	// until the work in flight has drained.
-	CooldownWindow int     `json:"cooldown_window"`
-	CooldownMin    int     `json:"cooldown_min"`
-	MaxDupRate     float64 `json:"max_dup_rate"`
-	MinPassRate    float64 `json:"min_pass_rate"`
-	// HotTouches is the number of tasks writing one file that makes it hot
-	// (default 3): a task that splits the file is then added and runs
-	// before the tasks not yet started that write it, unless NoSplit.
-	// CompactShare is the intent-log size, as a share of the run's tasks,
-	// that triggers compaction (default 0.5).
-	HotTouches   int     `json:"hot_touches"`
-	NoSplit      bool    `json:"no_split,omitempty"`
-	CompactShare float64 `json:"compact_share"`
-}
-
-// DupPolicy is what the merge role does with a duplicate function.
-type DupPolicy string
-
-// Duplicate policies.
-const (
-	DupWarn   DupPolicy = "warn"
-	DupReject DupPolicy = "reject"
-	DupReuse  DupPolicy = "reuse"
-)
-
-// Validate reports whether the options are usable: known policies and
-// ratios in range.
-func (o *MergeOptions) Validate() error {
-	for _, p := range []DupPolicy{o.OnExact, o.OnNear} {
-		switch p {
-		case "", DupWarn, DupReject, DupReuse:
-		default:
-			return fmt.Errorf("%w: duplicate policy %q: want warn, reject or reuse", ErrConfig, p)
-		}
-	}
-	if o.NearDup < 0 || o.NearDup > 1 {
-		return fmt.Errorf("%w: near-duplicate ratio %g: want one in (0, 1]", ErrConfig, o.NearDup)
-	}
-	if o.HotTouches < 0 {
-		return fmt.Errorf("%w: hot-file touches %d", ErrConfig, o.HotTouches)
-	}
-	return nil
-}
-
-// fromPlan fills the options the caller left unset from a plan's merge:
-// section (what the caller sets — flags, apiary.yaml — wins).
-func (o *MergeOptions) fromPlan(m *plan.Merge) {
-	if m == nil {
-		return
-	}
-	if o.OnExact == "" && !o.RejectDuplicates {
-		o.OnExact = DupPolicy(m.OnExact)
-	}
-	if o.OnNear == "" {
-		o.OnNear = DupPolicy(m.OnNear)
-	}
-	if o.NearDup == 0 {
-		o.NearDup = m.NearDup
-	}
-	if o.HotTouches == 0 {
-		o.HotTouches = m.HotTouches
-	}
-	o.NoSplit = o.NoSplit || m.NoSplit
-}
-
-// policy is what to do with a duplicate of kind (DupExact or DupNear).
-func (o *MergeOptions) policy(kind string) DupPolicy {
-	p := o.OnNear
-	if kind == DupExact {
-		p = o.OnExact
-	}
-	if p == "" {
-		p = DupWarn
-	}
-	return p
-}
-
-func (o *MergeOptions) defaults() {
-	if o.RejectDuplicates && o.OnExact == "" {
-		o.OnExact = DupReject
-	}
-	if o.BatchTasks <= 0 {
-		o.BatchTasks = 1
-	}
-	if o.BatchWaitS <= 0 {
-		o.BatchWaitS = 2
-	}
-	if o.NearDup <= 0 {
-		o.NearDup = 0.85
-	}
-	if o.CooldownWindow <= 0 {
-		o.CooldownWindow = 20
-	}
-	if o.CooldownMin <= 0 {
-		o.CooldownMin = 8
-	}
-	if o.MaxDupRate <= 0 {
-		o.MaxDupRate = 0.25
-	}
-	if o.MinPassRate <= 0 {
-		o.MinPassRate = 0.75
-	}
-	if o.HotTouches <= 0 {
-		o.HotTouches = 3
-	}
-	if o.CompactShare <= 0 {
-		o.CompactShare = 0.5
-	}
-}
-
 // MergeConfig is where a host that may take the merge role keeps its work.
 type MergeConfig struct {
 	// Dir holds the merge role's clone of the remote, scratch worktrees and
 	// receipts (DIR/RUN/...).
 	Dir string
 	Git git.Options
+	// Policy overrides the run's duplicate and hot-file policy while this
+	// host holds the role (the worker's flags or apiary.yaml): its set
+	// fields — OnExact, OnNear, NearDup, HotTouches, NoSplit — win over
+	// the run record's.
+	Policy layout.MergeOptions
 }
 
 // Merge-role records on the board.
-func utilsKey(run string) string     { return mergePrefix(run) + "utils" }
-func statsKey(run string) string     { return mergePrefix(run) + "stats" }
-func hotKey(run, file string) string { return mergePrefix(run) + "hot/" + esc(file) }
+func utilsKey(run string) string     { return layout.MergePrefix(run) + "utils" }
+func statsKey(run string) string     { return layout.MergePrefix(run) + "stats" }
+func hotKey(run, file string) string { return layout.MergePrefix(run) + "hot/" + layout.Esc(file) }
 func dupKey(run, task, fn string) string {
-	return mergePrefix(run) + "dups/" + esc(task) + "/" + esc(fn)
+	return layout.MergePrefix(run) + "dups/" + layout.Esc(task) + "/" + layout.Esc(fn)
 }
-func intentLogKey(run, task string) string { return intentLogPrefix(run) + esc(task) }
+func intentLogKey(run, task string) string { return layout.IntentLogPrefix(run) + layout.Esc(task) }
 
 // MergeStats is the merge role's running account, published at
 // swarm/RUN/merge/stats.
@@ -204,12 +78,12 @@ type merger struct {
 	env   *runEnv
 	cfg   *MergeConfig
 	lead  *board.Leadership
-	opts  MergeOptions
+	opts  layout.MergeOptions
 	repo  *mergeRepo
 	stats MergeStats
 
-	pending    map[string]*Candidate // task -> candidate
-	integrated map[string]int64      // task -> token, from the branch's trailers
+	pending    map[string]*layout.Candidate // task -> candidate
+	integrated map[string]int64             // task -> token, from the branch's trailers
 	index      *dupIndex
 	touches    map[string][]string // file -> tasks that wrote it
 	fileConfl  map[string]int
@@ -230,10 +104,14 @@ func runMerge(ctx context.Context, env *runEnv, cfg *MergeConfig, lead *board.Le
 	if err != nil {
 		return err
 	}
-	m := &merger{env: env, cfg: cfg, lead: lead, opts: env.run.Options.Merge, repo: repo,
-		pending: map[string]*Candidate{}, integrated: map[string]int64{}, index: newDupIndex(),
+	opts := cfg.Policy.Over(env.run.Options.Merge)
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	m := &merger{env: env, cfg: cfg, lead: lead, opts: opts, repo: repo,
+		pending: map[string]*layout.Candidate{}, integrated: map[string]int64{}, index: newDupIndex(),
 		touches: map[string][]string{}, fileConfl: map[string]int{}, hotDone: map[string]int{}, split: map[string]bool{}, dupFuncs: map[string]bool{}}
-	m.opts.defaults()
+	m.opts.Defaults()
 	m.stats.Leader = env.host
 	if kv, err := env.st.Get(ctx, statsKey(env.run.Run)); err == nil {
 		_ = json.Unmarshal(kv.Value, &m.stats)
@@ -249,19 +127,19 @@ func runMerge(ctx context.Context, env *runEnv, cfg *MergeConfig, lead *board.Le
 	if err := m.buildIndex(ctx, head); err != nil {
 		env.log.Warn("utility index", "err", err)
 	}
-	if kv, err := env.st.Get(ctx, cooldownKey(env.run.Run)); err == nil && kv.Value != nil {
+	if kv, err := env.st.Get(ctx, layout.CooldownKey(env.run.Run)); err == nil && kv.Value != nil {
 		m.cooling = true
 	}
-	if kvs, _, err := env.st.List(ctx, intentLogPrefix(env.run.Run)); err == nil {
+	if kvs, _, err := env.st.List(ctx, layout.IntentLogPrefix(env.run.Run)); err == nil {
 		m.logged = len(kvs)
 	}
-	cands, err := follow(ctx, env.st, candPrefix(env.run.Run), func(ev board.Event) {
-		task := lastSeg(ev.Key)
+	cands, err := layout.Follow(ctx, env.st, layout.CandPrefix(env.run.Run), func(ev board.Event) {
+		task := layout.LastSeg(ev.Key)
 		if ev.Type == board.EventDelete {
 			delete(m.pending, task)
 			return
 		}
-		if c, err := decodeCandidate(board.KV{Key: ev.Key, Value: ev.Value, ModRevision: ev.Revision}); err == nil {
+		if c, err := layout.DecodeCandidate(board.KV{Key: ev.Key, Value: ev.Value, ModRevision: ev.Revision}); err == nil {
 			m.pending[task] = c
 		}
 	})
@@ -281,7 +159,7 @@ func runMerge(ctx context.Context, env *runEnv, cfg *MergeConfig, lead *board.Le
 			return nil
 		case f, ok := <-cands:
 			if !ok {
-				return errWatchEnded(ctx)
+				return layout.ErrWatchEnded(ctx)
 			}
 			f()
 		case <-env.clock.After(250 * time.Millisecond):
@@ -292,7 +170,7 @@ func runMerge(ctx context.Context, env *runEnv, cfg *MergeConfig, lead *board.Le
 // step integrates every batch that is due and maintains the cool-down.
 func (m *merger) step(ctx context.Context) error {
 	now := m.env.clock.Now()
-	byWorker := map[string][]*Candidate{}
+	byWorker := map[string][]*layout.Candidate{}
 	for _, c := range m.pending {
 		byWorker[c.Worker] = append(byWorker[c.Worker], c)
 	}
@@ -310,7 +188,7 @@ func (m *merger) step(ctx context.Context) error {
 		}
 		oldest := cs[0].Time
 		due := len(cs) >= m.opts.BatchTasks || m.opts.BatchLines > 0 && lines >= m.opts.BatchLines ||
-			now.Sub(oldest) >= secs(m.opts.BatchWaitS)
+			now.Sub(oldest) >= layout.Secs(m.opts.BatchWaitS)
 		if !due {
 			continue
 		}
@@ -332,7 +210,7 @@ func (m *merger) coolDown(ctx context.Context) error {
 		}
 		rec := map[string]any{"dup_rate": dupRate, "pass_rate": passRate, "since": m.env.clock.Now().UTC()}
 		if _, err := m.env.st.Txn(ctx, board.Txn{If: []board.Cmp{m.lead.Guard()},
-			Then: []board.Op{board.PutOp(cooldownKey(run), mustJSON(rec), board.NoLease)}}); err != nil {
+			Then: []board.Op{board.PutOp(layout.CooldownKey(run), layout.MustJSON(rec), board.NoLease)}}); err != nil {
 			return err
 		}
 		m.cooling = true
@@ -340,11 +218,11 @@ func (m *merger) coolDown(ctx context.Context) error {
 		m.env.log.Warn("cool-down: no new claims until the work in flight drains", "dup_rate", dupRate, "pass_rate", passRate)
 		return m.publishStats(ctx)
 	}
-	kvs, _, err := m.env.st.List(ctx, runClaimPrefix(run))
+	kvs, _, err := m.env.st.List(ctx, layout.RunClaimPrefix(run))
 	if err != nil || len(kvs) > 0 || len(m.pending) > 0 {
 		return err
 	}
-	if _, err := m.env.st.Txn(ctx, board.Txn{If: []board.Cmp{m.lead.Guard()}, Then: []board.Op{board.DeleteOp(cooldownKey(run))}}); err != nil {
+	if _, err := m.env.st.Txn(ctx, board.Txn{If: []board.Cmp{m.lead.Guard()}, Then: []board.Op{board.DeleteOp(layout.CooldownKey(run))}}); err != nil {
 		return err
 	}
 	m.cooling, m.window = false, nil
@@ -355,7 +233,7 @@ func (m *merger) coolDown(ctx context.Context) error {
 // coolDownDue reports whether window (at least CooldownMin outcomes) has a
 // duplicate rate above MaxDupRate or a gate pass rate below MinPassRate,
 // with both rates.
-func coolDownDue(window []outcome, opts MergeOptions) (cool bool, dupRate, passRate float64) {
+func coolDownDue(window []outcome, opts layout.MergeOptions) (cool bool, dupRate, passRate float64) {
 	n := len(window)
 	if n == 0 || n < opts.CooldownMin {
 		return false, 0, 1
@@ -384,34 +262,34 @@ func (m *merger) record(o outcome) {
 func (m *merger) publishStats(ctx context.Context) error {
 	m.stats.Updated = m.env.clock.Now().UTC()
 	_, err := m.env.st.Txn(ctx, board.Txn{If: []board.Cmp{m.lead.Guard()},
-		Then: []board.Op{board.PutOp(statsKey(m.env.run.Run), mustJSON(m.stats), board.NoLease)}})
+		Then: []board.Op{board.PutOp(statsKey(m.env.run.Run), layout.MustJSON(m.stats), board.NoLease)}})
 	return err
 }
 
 // guards are the conditions of every task transition the merge role makes
 // for candidate c.
-func (m *merger) guards(c *Candidate) []board.Cmp {
+func (m *merger) guards(c *layout.Candidate) []board.Cmp {
 	return []board.Cmp{m.lead.Guard(), board.FenceIs(c.Task, c.Token)}
 }
 
 // dropCandidate deletes c's record (it was stale or is settled elsewhere).
-func (m *merger) dropCandidate(ctx context.Context, c *Candidate) {
-	_, err := m.env.st.Txn(ctx, board.Txn{If: []board.Cmp{m.lead.Guard(), board.ModifiedAt(candKey(m.env.run.Run, c.Task), c.Revision)},
-		Then: []board.Op{board.DeleteOp(candKey(m.env.run.Run, c.Task))}})
+func (m *merger) dropCandidate(ctx context.Context, c *layout.Candidate) {
+	_, err := m.env.st.Txn(ctx, board.Txn{If: []board.Cmp{m.lead.Guard(), board.ModifiedAt(layout.CandKey(m.env.run.Run, c.Task), c.Revision)},
+		Then: []board.Op{board.DeleteOp(layout.CandKey(m.env.run.Run, c.Task))}})
 	if err == nil {
 		delete(m.pending, c.Task)
-		m.repo.dropBranches(ctx, []*Candidate{c})
+		m.repo.dropBranches(ctx, []*layout.Candidate{c})
 	}
 }
 
 // check returns the task of c if c is still the task's current attempt:
 // the task is running under c's fencing token. Otherwise it drops c.
-func (m *merger) check(ctx context.Context, c *Candidate) (board.Task, *swarmTask, bool) {
+func (m *merger) check(ctx context.Context, c *layout.Candidate) (board.Task, *layout.Payload, bool) {
 	t, err := m.env.st.Task(ctx, c.Task)
 	if err != nil {
 		return t, nil, false
 	}
-	p, err := decodePayload(t)
+	p, err := layout.DecodePayload(t)
 	if err != nil {
 		return t, nil, false
 	}

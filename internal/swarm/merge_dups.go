@@ -11,6 +11,7 @@ import (
 	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/envelope"
+	"github.com/apiary-dev/apiary/internal/swarm/layout"
 )
 
 // HintDuplicate is the type of the hint a task is retried with after the
@@ -30,7 +31,7 @@ func reuseHint(d Duplicate) string {
 // which function to use, the task's template gains the hint for its next
 // attempt, and the task goes back to be retried (or fails when out of
 // attempts).
-func (m *merger) rejectDuplicate(ctx context.Context, c *Candidate, t board.Task, p *swarmTask, d Duplicate) {
+func (m *merger) rejectDuplicate(ctx context.Context, c *layout.Candidate, t board.Task, p *layout.Payload, d Duplicate) {
 	hint := reuseHint(d)
 	reason := fmt.Sprintf("duplicate (%s, %.2f): %s", d.Kind, d.Ratio, hint)
 	if p.Envelope != nil {
@@ -42,7 +43,7 @@ func (m *merger) rejectDuplicate(ctx context.Context, c *Candidate, t board.Task
 		Reason: attempt.Clip(reason, 1024), Base: c.Base, Commit: c.Commit, ChangedPaths: c.Paths, FencingToken: uint64(c.Token),
 		Usage: c.Usage, Gate: &envelope.GateReason{Gate: "duplicate", File: d.Func.File, Line: d.Func.Line, Detail: hint},
 		Summary: envelope.TruncateSummary("rejected by the merge role " + m.env.host + ": " + hint)}
-	m.storeReceipt(p, rc, fmt.Sprintf("rejected-%d.json", c.Attempt))
+	m.storeReceipt(p, rc, m.taskDir(c.Name).Path(fmt.Sprintf("rejected-%d.json", c.Attempt)))
 	m.reject(ctx, c, t, p, reason, false)
 }
 
@@ -58,7 +59,7 @@ func (m *merger) followUps(ctx context.Context, acc []accepted) {
 		}
 		for _, d := range a.dups {
 			m.dupFuncs[d.Func.File+"\x00"+d.Func.Name] = true
-			if m.opts.policy(d.Kind) != DupReuse {
+			if m.opts.Policy(d.Kind) != layout.DupReuse {
 				continue
 			}
 			nt := newTask{spec: publishSpec{name: followUpName("reuse", d.Func.Name),
@@ -74,7 +75,7 @@ func (m *merger) followUps(ctx context.Context, acc []accepted) {
 
 // followUpEnvelope is the template of a task the merge role adds: the
 // objective, its write scope, the checks of the task that led to it.
-func (m *merger) followUpEnvelope(from *swarmTask, objective string, scope []string) *envelope.Envelope {
+func (m *merger) followUpEnvelope(from *layout.Payload, objective string, scope []string) *envelope.Envelope {
 	e := &envelope.Envelope{Objective: objective,
 		Authority:  envelope.Authority{WriteScope: scope, Network: envelope.NetworkGateway},
 		Completion: envelope.Completion{Forbidden: envelope.BuiltinPatterns()}, Deps: []envelope.Dep{}}

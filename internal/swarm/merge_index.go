@@ -14,6 +14,7 @@ import (
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/review"
+	"github.com/apiary-dev/apiary/internal/swarm/layout"
 )
 
 // emptyTree is git's id of the empty tree: a diff from it lists every file.
@@ -23,7 +24,8 @@ const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 const maxIndexFiles = 2000
 
 // maxUtils and maxUtilsBytes bound the utility index published to
-// workers (it is written into every worktree and named in every prompt).
+// workers (it is written into every worktree and named in every prompt);
+// utilIndex says which entries a cut keeps.
 const (
 	maxUtils      = 2000
 	maxUtilsBytes = 256 << 10
@@ -44,7 +46,7 @@ func (m *merger) scanIntegrated(ctx context.Context, head string) error {
 		tok, _ := git.TrailerValue(e.Trailers, TrailerFence)
 		n, err := strconv.ParseInt(tok, 10, 64)
 		if name != "" && err == nil {
-			m.integrated[taskID(m.env.run.Run, name)] = n
+			m.integrated[layout.TaskID(m.env.run.Run, name)] = n
 		}
 	}
 	return nil
@@ -59,7 +61,7 @@ func (m *merger) buildIndex(ctx context.Context, head string) error {
 	}
 	var files []string
 	for _, c := range changes {
-		if review.LangOf(c.Path) != "" && !review.IsTestFile(c.Path) {
+		if review.UtilityFile(c.Path) {
 			files = append(files, c.Path)
 		}
 	}
@@ -68,6 +70,16 @@ func (m *merger) buildIndex(ctx context.Context, head string) error {
 	}
 	if err := m.indexFiles(ctx, head, files, ""); err != nil {
 		return err
+	}
+	// A merge role that takes over (its predecessor's lease lapsed) keeps
+	// the duplicates found before it out of the utility index: they are on
+	// the board, not in its memory.
+	var dups []Duplicate
+	if err := listJSON(ctx, m.env.st, layout.MergePrefix(m.env.run.Run)+"dups/", &dups); err != nil {
+		return err
+	}
+	for _, d := range dups {
+		m.dupFuncs[d.Func.File+"\x00"+d.Func.Name] = true
 	}
 	return m.publishUtils(ctx)
 }
@@ -92,12 +104,30 @@ func (m *merger) indexFiles(ctx context.Context, rev string, files []string, tas
 	return nil
 }
 
+// publishUtils writes the utility index of the functions known so far to
+// the board, within maxUtils and maxUtilsBytes.
 func (m *merger) publishUtils(ctx context.Context) error {
-	var utils []UtilFunc
+	utils := utilIndex(m.index.all, m.dupFuncs, maxUtils, maxUtilsBytes)
+	_, err := m.env.st.Txn(ctx, board.Txn{If: []board.Cmp{m.lead.Guard()},
+		Then: []board.Op{board.PutOp(utilsKey(m.env.run.Run), layout.MustJSON(utils), board.NoLease)}})
+	return err
+}
+
+// utilIndex is the utility index of the functions in all: the exported
+// ones not found to be duplicates (skip holds file\x00name), each file and
+// name once (its first entry in all), ordered by file and then line, and
+// cut to at most maxN entries whose JSON is at most maxBytes. The cut
+// keeps a prefix of that order — the files that sort first — and ranks
+// nothing by usefulness: it is an order every publish and every merge role
+// computes alike, so an index too big to publish whole loses the same
+// functions each time rather than different ones from one prompt to the
+// next.
+func utilIndex(all []indexed, skip map[string]bool, maxN, maxBytes int) []UtilFunc {
+	utils := []UtilFunc{}
 	seen := map[string]bool{}
-	for _, e := range m.index.all {
+	for _, e := range all {
 		k := e.f.File + "\x00" + e.f.Name
-		if seen[k] || !exported(e.f) || m.dupFuncs[k] {
+		if seen[k] || !exported(e.f) || skip[k] {
 			continue
 		}
 		seen[k] = true
@@ -109,15 +139,23 @@ func (m *merger) publishUtils(ctx context.Context) error {
 		}
 		return utils[i].Line < utils[j].Line
 	})
-	if len(utils) > maxUtils {
-		utils = utils[:maxUtils]
+	if len(utils) > maxN {
+		utils = utils[:maxN]
 	}
-	for size := len(mustJSON(utils)); size > maxUtilsBytes && len(utils) > 0; size = len(mustJSON(utils)) {
-		utils = utils[:len(utils)*maxUtilsBytes/size*9/10]
+	// The JSON of a list is its entries' in brackets, a comma between two:
+	// the longest prefix that fits is found encoding each entry once.
+	size := len("[]")
+	for i, u := range utils {
+		n := len(layout.MustJSON(u))
+		if i > 0 {
+			n++
+		}
+		if size+n > maxBytes {
+			return utils[:i]
+		}
+		size += n
 	}
-	_, err := m.env.st.Txn(ctx, board.Txn{If: []board.Cmp{m.lead.Guard()},
-		Then: []board.Op{board.PutOp(utilsKey(m.env.run.Run), mustJSON(utils), board.NoLease)}})
-	return err
+	return utils
 }
 
 // exported reports whether a function is worth offering for reuse: Go's
@@ -147,17 +185,17 @@ func ReadUtils(ctx context.Context, st *board.Store, run string) ([]UtilFunc, er
 	}
 	var out []UtilFunc
 	if err := json.Unmarshal(kv.Value, &out); err != nil {
-		return nil, fmt.Errorf("%w: utility index: %v", ErrBadRun, err)
+		return nil, fmt.Errorf("%w: utility index: %v", layout.ErrBadRun, err)
 	}
 	return out, nil
 }
 
 // duplicates reports the functions c adds that duplicate existing ones or
 // other workers' additions.
-func (m *merger) duplicates(ctx context.Context, c *Candidate) ([]Duplicate, error) {
+func (m *merger) duplicates(ctx context.Context, c *layout.Candidate) ([]Duplicate, error) {
 	var files []string
 	for _, p := range c.Paths {
-		if review.LangOf(p) != "" && !review.IsTestFile(p) {
+		if review.UtilityFile(p) {
 			files = append(files, p)
 		}
 	}
@@ -195,7 +233,7 @@ func (m *merger) duplicates(ctx context.Context, c *Candidate) ([]Duplicate, err
 func (m *merger) publishDups(ctx context.Context, dups []Duplicate) {
 	var ops []board.Op
 	for _, d := range dups {
-		ops = append(ops, board.PutOp(dupKey(m.env.run.Run, d.Task, d.Func.File+":"+d.Func.Name), mustJSON(d), board.NoLease))
+		ops = append(ops, board.PutOp(dupKey(m.env.run.Run, d.Task, d.Func.File+":"+d.Func.Name), layout.MustJSON(d), board.NoLease))
 		m.env.log.Info("duplicate function", "task", d.Task, "func", d.Func.Name, "file", d.Func.File, "of", d.Of.Name,
 			"of_file", d.Of.File, "kind", d.Kind, "ratio", d.Ratio)
 	}
@@ -211,7 +249,7 @@ func (m *merger) afterIntegration(ctx context.Context, acc []accepted, commit st
 	for _, a := range acc {
 		var files []string
 		for _, p := range a.c.Paths {
-			if review.LangOf(p) != "" && !review.IsTestFile(p) {
+			if review.UtilityFile(p) {
 				m.index.removeFile(p)
 				files = append(files, p)
 			}
@@ -267,9 +305,9 @@ func (m *merger) hotFiles(ctx context.Context) {
 			Suggestion: SplitTask{ID: splitName(file), WriteScope: []string{scope},
 				Objective: fmt.Sprintf("Split %s into smaller files by responsibility, keeping its behaviour and API: %d tasks of this run wrote it (%d conflicts), so parallel work on it keeps colliding.", file, len(tasks), m.fileConfl[file])}}
 		if first && !m.opts.NoSplit {
-			var from *swarmTask
-			if t, err := m.env.st.Task(ctx, taskID(m.env.run.Run, tasks[len(tasks)-1])); err == nil {
-				from, _ = decodePayload(t)
+			var from *layout.Payload
+			if t, err := m.env.st.Task(ctx, layout.TaskID(m.env.run.Run, tasks[len(tasks)-1])); err == nil {
+				from, _ = layout.DecodePayload(t)
 			}
 			err := m.addTask(ctx, newTask{spec: publishSpec{name: h.Suggestion.ID, env: m.followUpEnvelope(from, h.Suggestion.Objective, h.Suggestion.WriteScope)}, before: file})
 			switch {
@@ -281,7 +319,7 @@ func (m *merger) hotFiles(ctx context.Context) {
 		}
 		h.Created = m.split[file]
 		if _, err := m.env.st.Txn(ctx, board.Txn{If: []board.Cmp{m.lead.Guard()},
-			Then: []board.Op{board.PutOp(hotKey(m.env.run.Run, file), mustJSON(h), board.NoLease)}}); err != nil {
+			Then: []board.Op{board.PutOp(hotKey(m.env.run.Run, file), layout.MustJSON(h), board.NoLease)}}); err != nil {
 			m.env.log.Warn("recording a hot file", "file", file, "err", err)
 			continue
 		}
@@ -294,7 +332,7 @@ func (m *merger) hotFiles(ctx context.Context) {
 // the folded records.
 func (m *merger) compact(ctx context.Context) error {
 	run := m.env.run.Run
-	kvs, _, err := m.env.st.List(ctx, intentLogPrefix(run))
+	kvs, _, err := m.env.st.List(ctx, layout.IntentLogPrefix(run))
 	if err != nil {
 		return err
 	}
@@ -308,8 +346,8 @@ func (m *merger) compact(ctx context.Context) error {
 	pats := compactIntents(ins)
 	ops := []board.Op{}
 	for i, p := range pats {
-		key := archivePrefix(run) + fmt.Sprintf("%d-%03d", m.stats.Compactions, i)
-		ops = append(ops, board.PutOp(key, mustJSON(p), board.NoLease))
+		key := layout.ArchivePrefix(run) + fmt.Sprintf("%d-%03d", m.stats.Compactions, i)
+		ops = append(ops, board.PutOp(key, layout.MustJSON(p), board.NoLease))
 	}
 	for _, kv := range kvs {
 		ops = append(ops, board.DeleteOp(kv.Key))
@@ -335,7 +373,7 @@ type conflictInfo struct {
 
 // conflict records an integration conflict, puts the task back to be
 // redone on the new head with the approved hints, and counts the files.
-func (m *merger) conflict(ctx context.Context, c *Candidate, t board.Task, p *swarmTask, head string, ci *conflictInfo) {
+func (m *merger) conflict(ctx context.Context, c *layout.Candidate, t board.Task, p *layout.Payload, head string, ci *conflictInfo) {
 	m.stats.Conflicts++
 	m.record(outcome{passed: false})
 	kind := ci.kind
@@ -375,7 +413,7 @@ func (m *merger) writersSince(ctx context.Context, base, head string, paths []st
 			continue
 		}
 		if slices.ContainsFunc(changes, func(c git.Change) bool { return slices.Contains(paths, c.Path) }) {
-			tasks = append(tasks, taskID(m.env.run.Run, name))
+			tasks = append(tasks, layout.TaskID(m.env.run.Run, name))
 			if w, ok := git.TrailerValue(e.Trailers, TrailerWorker); ok {
 				workers = append(workers, w)
 			}

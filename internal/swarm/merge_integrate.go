@@ -16,7 +16,9 @@ import (
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/gate"
 	"github.com/apiary-dev/apiary/internal/git"
+	"github.com/apiary-dev/apiary/internal/proc"
 	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/swarm/layout"
 )
 
 // TrailerFence records the fencing token of the claim a commit was made
@@ -49,7 +51,7 @@ func isWorkingRepo(dir string) bool {
 	return err == nil && (st.IsDir() || st.Mode().IsRegular())
 }
 
-func openMergeRepo(ctx context.Context, run *Record, cfg *MergeConfig) (*mergeRepo, error) {
+func openMergeRepo(ctx context.Context, run *layout.Record, cfg *MergeConfig) (*mergeRepo, error) {
 	m := &mergeRepo{remote: run.Remote, branch: run.IntegrationBranch}
 	if isWorkingRepo(run.Remote) {
 		m.direct, m.repo, m.ref = true, git.New(run.Remote, cfg.Git), "refs/heads/"+run.IntegrationBranch
@@ -89,7 +91,7 @@ func (r *mergeRepo) head(ctx context.Context) (string, error) {
 }
 
 // fetch brings the candidates' commits into the merge repository.
-func (r *mergeRepo) fetch(ctx context.Context, cs []*Candidate) error {
+func (r *mergeRepo) fetch(ctx context.Context, cs []*layout.Candidate) error {
 	if r.direct || len(cs) == 0 {
 		return nil // workers pushed them here
 	}
@@ -114,7 +116,7 @@ func (r *mergeRepo) cas(ctx context.Context, newID, old, reason string) error {
 }
 
 // dropBranches deletes integrated candidates' branches from the remote.
-func (r *mergeRepo) dropBranches(ctx context.Context, cs []*Candidate) {
+func (r *mergeRepo) dropBranches(ctx context.Context, cs []*layout.Candidate) {
 	for _, c := range cs {
 		if r.direct {
 			_ = r.repo.DeleteBranch(ctx, strings.TrimPrefix(c.Branch, "refs/heads/"))
@@ -126,9 +128,9 @@ func (r *mergeRepo) dropBranches(ctx context.Context, cs []*Candidate) {
 
 // accepted is a candidate merged into a batch's tree.
 type accepted struct {
-	c    *Candidate
+	c    *layout.Candidate
 	t    board.Task
-	p    *swarmTask
+	p    *layout.Payload
 	kind string
 	dups []Duplicate
 }
@@ -140,12 +142,12 @@ const maxBatchRetries = 10
 // checks the result once and moves the branch by compare-and-swap. A batch
 // whose checks fail is retried one candidate at a time, to find the one to
 // reject.
-func (m *merger) integrateBatch(ctx context.Context, cs []*Candidate, try int) error {
+func (m *merger) integrateBatch(ctx context.Context, cs []*layout.Candidate, try int) error {
 	head, err := m.repo.head(ctx)
 	if err != nil {
 		return err
 	}
-	var fetch []*Candidate
+	var fetch []*layout.Candidate
 	for _, c := range cs {
 		if tok, done := m.integrated[c.Task]; !done || tok != c.Token {
 			fetch = append(fetch, c) // an integrated one's branch may be gone
@@ -175,7 +177,7 @@ func (m *merger) integrateBatch(ctx context.Context, cs []*Candidate, try int) e
 		if len(dups) > 0 {
 			m.stats.Duplicates++
 			m.publishDups(ctx, dups)
-			if i := slices.IndexFunc(dups, func(d Duplicate) bool { return m.opts.policy(d.Kind) == DupReject }); i >= 0 {
+			if i := slices.IndexFunc(dups, func(d Duplicate) bool { return m.opts.Policy(d.Kind) == layout.DupReject }); i >= 0 {
 				m.stats.DupRejected++
 				m.record(outcome{dup: true, passed: false})
 				m.rejectDuplicate(ctx, c, t, p, dups[i])
@@ -212,7 +214,7 @@ func (m *merger) integrateBatch(ctx context.Context, cs []*Candidate, try int) e
 		if !rep.Passed() {
 			if len(acc) > 1 {
 				for _, a := range acc {
-					if err := m.integrateBatch(ctx, []*Candidate{a.c}, try); err != nil {
+					if err := m.integrateBatch(ctx, []*layout.Candidate{a.c}, try); err != nil {
 						return err
 					}
 				}
@@ -257,8 +259,8 @@ func (m *merger) integrateBatch(ctx context.Context, cs []*Candidate, try int) e
 	return m.publishStats(ctx)
 }
 
-func candidatesOf(acc []accepted) []*Candidate {
-	out := make([]*Candidate, len(acc))
+func candidatesOf(acc []accepted) []*layout.Candidate {
+	out := make([]*layout.Candidate, len(acc))
 	for i, a := range acc {
 		out[i] = a.c
 	}
@@ -269,7 +271,7 @@ func candidatesOf(acc []accepted) []*Candidate {
 // based on cur and first in its batch (fast-forward), else a merge. It
 // returns the conflicting paths instead when c's writes overlap what the
 // branch changed since c's base, or do not merge cleanly.
-func (m *merger) mergeOnto(ctx context.Context, c *Candidate, cur string, first bool) (target, kind string, conflict *conflictInfo, err error) {
+func (m *merger) mergeOnto(ctx context.Context, c *layout.Candidate, cur string, first bool) (target, kind string, conflict *conflictInfo, err error) {
 	repo := m.repo.repo
 	if cur == c.Base && first {
 		return c.Commit, attempt.FastForward, nil, nil
@@ -328,8 +330,13 @@ func (m *merger) runChecks(ctx context.Context, head, target string, checks []st
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
-	spec := gate.Spec{WriteScope: []string{"."}, Forbidden: []string{}, Checks: checks, CheckTimeout: secs(timeout),
+	spec := gate.Spec{WriteScope: []string{"."}, Forbidden: []string{}, Checks: checks, CheckTimeout: layout.Secs(timeout),
 		LogDir: logDir, Now: m.env.clock.Now}
+	// In marked process groups, so what a check leaves (a setsid daemon
+	// too) ends with it.
+	if tr, err := proc.New(proc.Options{Owner: m.env.run.Run, Env: map[string]string{"APIARY_RUN_ID": m.env.run.Run}, NoCgroup: true}); err == nil {
+		ctx = proc.WithTracker(ctx, tr.With("merge/"+filepath.Base(scratch), nil))
+	}
 	return gate.Run(ctx, spec, gate.Candidate{Repo: m.repo.repo, Base: head, Commit: target, Dir: scratch})
 }
 
@@ -345,27 +352,32 @@ func (m *merger) settleIntegrated(ctx context.Context, a accepted, commit string
 	stats := m.stats
 	stats.Integrated++
 	stats.Updated = m.env.clock.Now().UTC()
-	_, err := settle(ctx, m.env.st, run, t, p, m.guards(a.c), board.DeleteOp(candKey(run.Run, a.c.Task)),
-		board.PutOp(intentLogKey(run.Run, a.c.Task), mustJSON(logged), board.NoLease), board.PutOp(statsKey(run.Run), mustJSON(stats), board.NoLease))
+	// The receipt is on disk before the board says done, so that nobody
+	// who sees the task done finds no receipt (a crash in between leaves a
+	// receipt for a task the next merge role integrates again, and
+	// rewrites).
+	m.writeReceipt(a, commit, envelope.StatusSucceeded, "")
+	_, err := layout.Settle(ctx, m.env.st, run, t, p, m.guards(a.c), board.DeleteOp(layout.CandKey(run.Run, a.c.Task)),
+		board.PutOp(intentLogKey(run.Run, a.c.Task), layout.MustJSON(logged), board.NoLease), board.PutOp(statsKey(run.Run), layout.MustJSON(stats), board.NoLease))
 	if err != nil {
 		m.env.log.Warn("recording an integrated task", "task", a.c.Task, "err", err)
+		_ = os.Remove(m.taskDir(a.c.Name).ReceiptPath())
 		return
 	}
 	delete(m.pending, a.c.Task)
 	m.stats = stats
 	m.logged++
-	m.writeReceipt(a, commit, envelope.StatusSucceeded, "")
 }
 
 // reject puts c's task back (or fails it) and deletes the candidate.
-func (m *merger) reject(ctx context.Context, c *Candidate, t board.Task, p *swarmTask, reason string, gateFail bool) {
+func (m *merger) reject(ctx context.Context, c *layout.Candidate, t board.Task, p *layout.Payload, reason string, gateFail bool) {
 	p.Usage.Add(c.Usage)
-	if _, err := requeue(ctx, m.env.st, m.env.run, t, p, reason, m.guards(c), board.DeleteOp(candKey(m.env.run.Run, c.Task))); err != nil {
+	if _, err := layout.Requeue(ctx, m.env.st, m.env.run, t, p, reason, m.guards(c), board.DeleteOp(layout.CandKey(m.env.run.Run, c.Task))); err != nil {
 		m.env.log.Warn("rejecting a candidate", "task", c.Task, "err", err)
 		return
 	}
 	delete(m.pending, c.Task)
-	m.repo.dropBranches(ctx, []*Candidate{c})
+	m.repo.dropBranches(ctx, []*layout.Candidate{c})
 	m.env.log.Info("candidate rejected", "task", c.Task, "reason", reason, "gate", gateFail)
 }
 
@@ -375,12 +387,17 @@ func (m *merger) writeReceipt(a accepted, commit string, status envelope.Status,
 	rc := &envelope.Receipt{TaskID: a.c.Task, RunID: m.env.run.Run, Name: a.c.Name, Attempt: a.c.Attempt, Status: status,
 		Reason: reason, Base: a.c.Base, Commit: commit, ChangedPaths: a.c.Paths, FencingToken: uint64(a.c.Token),
 		Integrated: &kind, Usage: a.p.Usage, Summary: envelope.TruncateSummary("integrated by the merge role " + m.env.host + " from worker " + a.c.Worker)}
-	m.storeReceipt(a.p, rc, "receipt.json")
+	m.storeReceipt(a.p, rc, m.taskDir(rc.Name).ReceiptPath())
 }
 
-// storeReceipt fills the receipt's defaults and writes it as name in the
-// task's directory of the merge role's state.
-func (m *merger) storeReceipt(p *swarmTask, rc *envelope.Receipt, name string) {
+// taskDir is the named task's directory in the merge role's state.
+func (m *merger) taskDir(name string) rundir.Task {
+	return rundir.TaskIn(filepath.Join(m.cfg.Dir, m.env.run.Run), name)
+}
+
+// storeReceipt fills the receipt's defaults and writes it at path, in the
+// task's directory of the merge role's state (see taskDir).
+func (m *merger) storeReceipt(p *layout.Payload, rc *envelope.Receipt, path string) {
 	if p != nil && p.Envelope != nil && p.Envelope.TaskID != "" {
 		rc.TaskID = p.Envelope.TaskID
 	}
@@ -392,7 +409,7 @@ func (m *merger) storeReceipt(p *swarmTask, rc *envelope.Receipt, name string) {
 	}
 	b, err := envelope.EncodeReceipt(rc)
 	if err == nil {
-		err = rundir.WriteFile(filepath.Join(m.cfg.Dir, m.env.run.Run, "tasks", rc.Name, name), append(b, '\n'))
+		err = rundir.WriteFile(path, append(b, '\n'))
 	}
 	if err != nil {
 		m.env.log.Warn("writing a receipt", "task", rc.Name, "err", err)

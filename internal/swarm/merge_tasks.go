@@ -9,6 +9,8 @@ import (
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/gate"
+	"github.com/apiary-dev/apiary/internal/plan"
+	"github.com/apiary-dev/apiary/internal/swarm/layout"
 )
 
 // The merge role adds tasks to a live run: a split task for a hot file and
@@ -35,17 +37,18 @@ func (m *merger) addTask(ctx context.Context, nt newTask) error {
 	run := m.env.run
 	st := m.env.st
 	for try := 0; try < 10; try++ {
-		rec, err := ReadRecord(ctx, st, run.Run)
+		rec, err := layout.ReadRecord(ctx, st, run.Run)
 		if err != nil {
 			return err
 		}
 		if slices.Contains(rec.Tasks, nt.spec.name) {
 			return errTaskExists
 		}
-		id := taskID(run.Run, nt.spec.name)
-		ifs := []board.Cmp{m.lead.Guard(), board.ModifiedAt(runKey(run.Run), rec.Revision), board.Absent(board.TaskKey(id))}
+		id := layout.TaskID(run.Run, nt.spec.name)
+		ifs := []board.Cmp{m.lead.Guard(), board.ModifiedAt(layout.RunKey(run.Run), rec.Revision), board.Absent(board.TaskKey(id))}
 		var ops []board.Op
-		p := &swarmTask{Name: nt.spec.name, Envelope: nt.spec.env, Shard: shardOf(nt.spec.name, run.Options.Shards), Prio: nt.spec.prio}
+		p := &layout.Payload{Name: nt.spec.name, Envelope: nt.spec.env, Shard: layout.ShardOf(nt.spec.name, run.Options.Shards), Prio: nt.spec.prio,
+			Spec: layout.SpecFor(0, "", 0, 0, plan.DefaultEstimateS, run.Options.HedgeAfterS)}
 		if nt.before != "" {
 			gated, gops, gifs, err := m.gate(ctx, rec, nt.spec.name, nt.before)
 			if err != nil {
@@ -55,14 +58,14 @@ func (m *merger) addTask(ctx context.Context, nt newTask) error {
 			ops, ifs = append(ops, gops...), append(ifs, gifs...)
 		}
 		t := board.Task{ID: id, Status: board.TaskReady, Tags: nt.spec.tags}
-		val, err := encodeTask(t, p)
+		val, err := layout.EncodeTask(t, p)
 		if err != nil {
 			return err
 		}
 		ops = append(ops, board.PutOp(board.TaskKey(id), val, board.NoLease),
-			board.PutOp(readyKey(run.Run, p.Shard, id), mustJSON(noteOf(t, p)), board.NoLease))
+			board.PutOp(layout.ReadyKey(run.Run, p.Shard, id), layout.MustJSON(layout.NoteOf(t, p, val, 0)), board.NoLease))
 		rec.Tasks = append(rec.Tasks, nt.spec.name)
-		ops = append(ops, board.PutOp(runKey(run.Run), mustJSON(rec), board.NoLease))
+		ops = append(ops, board.PutOp(layout.RunKey(run.Run), layout.MustJSON(rec), board.NoLease))
 		if len(ops)+len(ifs) > board.MaxTxnOps {
 			return fmt.Errorf("adding task %s: %d operations is more than one transaction holds", nt.spec.name, len(ops)+len(ifs))
 		}
@@ -75,7 +78,7 @@ func (m *merger) addTask(ctx context.Context, nt newTask) error {
 			return nil
 		}
 		if m.lead.Context().Err() != nil {
-			return ErrLost
+			return layout.ErrLost
 		}
 		// Something it read changed (a task was claimed, the record moved):
 		// read again.
@@ -87,9 +90,9 @@ func (m *merger) addTask(ctx context.Context, nt newTask) error {
 // (ready or pending), the writes that make each wait for task (a control
 // dependency; a ready one goes back to pending), and the comparisons that
 // pin what was read.
-func (m *merger) gate(ctx context.Context, rec *Record, task, file string) (names []string, ops []board.Op, ifs []board.Cmp, err error) {
+func (m *merger) gate(ctx context.Context, rec *layout.Record, task, file string) (names []string, ops []board.Op, ifs []board.Cmp, err error) {
 	for _, name := range rec.Tasks {
-		t, err := m.env.st.Task(ctx, taskID(rec.Run, name))
+		t, err := m.env.st.Task(ctx, layout.TaskID(rec.Run, name))
 		if errors.Is(err, board.ErrNotFound) {
 			continue
 		}
@@ -99,7 +102,7 @@ func (m *merger) gate(ctx context.Context, rec *Record, task, file string) (name
 		if t.Status != board.TaskReady && t.Status != board.TaskPending {
 			continue
 		}
-		p, err := decodePayload(t)
+		p, err := layout.DecodePayload(t)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -107,14 +110,14 @@ func (m *merger) gate(ctx context.Context, rec *Record, task, file string) (name
 			continue
 		}
 		if t.Status == board.TaskReady {
-			ops = append(ops, board.DeleteOp(readyKey(rec.Run, p.Shard, t.ID)))
+			ops = append(ops, board.DeleteOp(layout.ReadyKey(rec.Run, p.Shard, t.ID)))
 		}
 		t.Status = board.TaskPending
-		t.Deps = append(t.Deps, taskID(rec.Run, task))
+		t.Deps = append(t.Deps, layout.TaskID(rec.Run, task))
 		env := *p.Envelope
 		env.Deps = append(slices.Clone(env.Deps), envelope.Dep{Task: task, Kind: envelope.DepControl})
 		p.Envelope = &env
-		val, err := encodeTask(t, p)
+		val, err := layout.EncodeTask(t, p)
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -9,7 +9,9 @@ import (
 
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/git"
+	"github.com/apiary-dev/apiary/internal/proc"
 	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/swarm/layout"
 )
 
 // RunConfig is a swarm run to publish and see through: what Publish
@@ -24,7 +26,7 @@ type RunConfig struct {
 	Host string
 	// Published, if set, sees the run's record once it is on the board,
 	// before any task runs.
-	Published func(*Record)
+	Published func(*layout.Record)
 	// OnTask, if set, sees every change of a task's status.
 	OnTask func(board.Task)
 	Logger *slog.Logger
@@ -37,7 +39,14 @@ type RunConfig struct {
 // branch out, the checkout is brought up to the integrated head. When ctx
 // ends first, the report so far is returned with ctx's error and the run
 // stays active on the board.
-func Run(ctx context.Context, cfg RunConfig) (*Record, *Report, error) {
+func Run(ctx context.Context, cfg RunConfig) (*layout.Record, *Report, error) {
+	if !cfg.NoMerge {
+		// The merge role runs checks: refuse before publishing a run that
+		// no host here could merge (see RunHost).
+		if err := proc.Supported(); err != nil {
+			return nil, nil, err
+		}
+	}
 	r, err := Publish(ctx, cfg.PublishConfig)
 	if err != nil {
 		return nil, nil, err

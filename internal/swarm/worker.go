@@ -6,23 +6,28 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/envelope"
+	"github.com/apiary-dev/apiary/internal/proc"
+	"github.com/apiary-dev/apiary/internal/swarm/layout"
+	"github.com/apiary-dev/apiary/internal/swarm/policy"
 )
 
 // A host is one worker process (`apiary worker`): it runs one or more
 // workers — identities with skills, an agent profile and slots — on the
-// runs published on a board. For each active run it keeps one lease (its
-// workers' registry entries, claim requests and grants are bound to it),
-// follows the run's feed of ready tasks with one watch, asks the shard
-// gatekeepers for the tasks its workers score best on, campaigns to be a
-// gatekeeper of every shard (and, if configured, the merge role), and runs
-// the tasks it is granted.
+// runs published on a board. For each active run it keeps one lease, its
+// session: its entry under hosts/, its workers' registry entries, their
+// claim requests and every claim made for them are bound to it, so its one
+// keep-alive keeps them all and they end together when the host does. It
+// follows the ready announcements of the shards the live hosts assign it
+// (shard_follow.go), asks those shards' gatekeepers for the tasks its
+// workers score best on, campaigns to be their gatekeeper (and, if
+// configured, the merge role), and runs what arrives in its inbox: tasks
+// claimed for its workers, watchdog offers, cancellations. decision: D-7
 
 // WorkerSpec is one worker identity a host runs.
 type WorkerSpec struct {
@@ -39,7 +44,7 @@ type Executor interface {
 
 // Job is one claimed attempt of a task.
 type Job struct {
-	Run      *Record
+	Run      *layout.Record
 	TaskID   string // board id (RUN/NAME)
 	Name     string
 	Attempt  int
@@ -47,7 +52,13 @@ type Job struct {
 	Tags     []string
 	WorkS    float64 // simulated work (benchmarks)
 	Worker   WorkerSpec
+	// Claim is the attempt's own claim, on its host's lease; Fence the
+	// task's fencing token, which its commits carry. They differ for a
+	// speculative attempt (Slot > 0), whose claim only says it is alive
+	// while it works under the task's claim.
 	Claim    board.Claim
+	Fence    int64
+	Slot     int
 	Hints    []board.Hint // approved resolution hints
 	Intent   *board.Intent
 	Declared []string // tasks this attempt declared a conflict with
@@ -58,7 +69,7 @@ type Outcome struct {
 	// Done: the task is complete with nothing to integrate (simulated work).
 	Done bool
 	// Candidate: finished work for the merge role to integrate.
-	Candidate *Candidate
+	Candidate *layout.Candidate
 	// Failed: the attempt failed (the agent, a gate); the task is retried
 	// while it has attempts left. Gate marks a gate rejection.
 	Failed string
@@ -80,8 +91,13 @@ type HostConfig struct {
 	// Merge, if set, makes the host a candidate for each run's merge role.
 	Merge *MergeConfig
 	// TTL is the host's lease (default 10s).
-	TTL    time.Duration
-	Policy PolicyConfig
+	TTL time.Duration
+	// Prefetch lets each worker ask for up to this many tasks beyond its
+	// free slots, so that a short task's successor is claimed while it
+	// runs (benchmarks); for work that takes longer than a claim's round
+	// trip it only makes claimed tasks wait. Default 0.
+	Prefetch int
+	Policy   policy.Config
 	// Load samples the machine's CPU load (0–1) once a second; nil: none.
 	Load   func() float64
 	Clock  board.Clock
@@ -90,24 +106,33 @@ type HostConfig struct {
 
 func (c *HostConfig) defaults() error {
 	if c.Store == nil || len(c.Workers) > 0 && c.Exec == nil || len(c.Workers) == 0 && c.Merge == nil {
-		return fmt.Errorf("%w: a host needs a store, and workers with an executor or the merge role", ErrConfig)
+		return fmt.Errorf("%w: a host needs a store, and workers with an executor or the merge role", layout.ErrConfig)
+	}
+	// Agents and checks run in contained processes; where the platform
+	// cannot contain them (proc.Supported) a host that would claim tasks or
+	// merge them refuses before it joins the board.
+	if _, git := c.Exec.(*GitExecutor); git && len(c.Workers) > 0 || c.Merge != nil {
+		if err := proc.Supported(); err != nil {
+			return err
+		}
 	}
 	seen := map[string]bool{}
 	for i := range c.Workers {
 		w := &c.Workers[i]
 		if w.ID == "" || seen[w.ID] {
-			return fmt.Errorf("%w: worker ids must be unique and non-empty", ErrConfig)
+			return fmt.Errorf("%w: worker ids must be unique and non-empty", layout.ErrConfig)
 		}
 		seen[w.ID] = true
 		if w.Slots <= 0 {
 			w.Slots = 1
 		}
 	}
+	c.Prefetch = max(c.Prefetch, 0)
 	if c.Host == "" && len(c.Workers) > 0 {
 		c.Host = c.Workers[0].ID
 	}
 	if c.Host == "" {
-		return fmt.Errorf("%w: a host without workers needs a Host id", ErrConfig)
+		return fmt.Errorf("%w: a host without workers needs a Host id", layout.ErrConfig)
 	}
 	if c.TTL <= 0 {
 		c.TTL = 10 * time.Second
@@ -119,7 +144,7 @@ func (c *HostConfig) defaults() error {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.UntilFinished && c.Run == "" {
-		return fmt.Errorf("%w: UntilFinished needs Run", ErrConfig)
+		return fmt.Errorf("%w: UntilFinished needs Run", layout.ErrConfig)
 	}
 	return nil
 }
@@ -136,15 +161,26 @@ func RunHost(ctx context.Context, cfg HostConfig) error {
 		cancel context.CancelFunc
 		done   chan struct{}
 	}
+	if c, ok := cfg.Exec.(interface{ Close(context.Context) error }); ok {
+		// After every run's workers have stopped (the Wait below runs
+		// first): the executor's idle worktrees go with the host.
+		defer func() {
+			cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), attempt.CleanupTimeout)
+			defer ccancel()
+			if err := c.Close(cctx); err != nil {
+				cfg.Logger.Warn("closing the executor", "err", err)
+			}
+		}()
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	serving := map[string]*served{}
-	runs := map[string]*Record{}
-	updates, err := follow(ctx, cfg.Store, prefixRuns, func(ev board.Event) {
+	runs := map[string]*layout.Record{}
+	updates, err := layout.Follow(ctx, cfg.Store, layout.PrefixRuns, func(ev board.Event) {
 		if ev.Type != board.EventPut {
 			return
 		}
-		if r, err := decodeRun(board.KV{Key: ev.Key, Value: ev.Value, ModRevision: ev.Revision}); err == nil {
+		if r, err := layout.DecodeRun(board.KV{Key: ev.Key, Value: ev.Value, ModRevision: ev.Revision}); err == nil {
 			runs[r.Run] = r
 		}
 	})
@@ -156,7 +192,7 @@ func RunHost(ctx context.Context, cfg HostConfig) error {
 			s := serving[id]
 			switch {
 			case cfg.Run != "" && id != cfg.Run:
-			case r.Status == RunActive && s == nil:
+			case r.Status == layout.RunActive && s == nil:
 				rctx, rcancel := context.WithCancel(ctx)
 				s = &served{cancel: rcancel, done: make(chan struct{})}
 				serving[id] = s
@@ -166,7 +202,7 @@ func RunHost(ctx context.Context, cfg HostConfig) error {
 					defer close(s.done)
 					serveRun(rctx, &cfg, r)
 				}()
-			case r.Status == RunFinished:
+			case r.Status == layout.RunFinished:
 				if s != nil {
 					s.cancel()
 				}
@@ -192,7 +228,7 @@ func RunHost(ctx context.Context, cfg HostConfig) error {
 
 // serveRun serves one run until ctx ends, starting over after losing the
 // host lease.
-func serveRun(ctx context.Context, cfg *HostConfig, r *Record) {
+func serveRun(ctx context.Context, cfg *HostConfig, r *layout.Record) {
 	for ctx.Err() == nil {
 		err := serveOnce(ctx, cfg, r)
 		if ctx.Err() != nil {
@@ -210,15 +246,30 @@ func serveRun(ctx context.Context, cfg *HostConfig, r *Record) {
 type hostWorker struct {
 	spec    WorkerSpec
 	busy    int
-	history History
+	history layout.History
 	recent  []bool // last attempts, newest last: true = succeeded
-	policy  *Policy
-	offers  map[string]grantNote // offered to it, waiting for a free slot
-	idle    int                  // free slots with no request out, after the last round
-	dirty   bool                 // registry entry out of date
+	policy  *policy.Worker
+	// queue holds what arrived for the worker while its slots were taken:
+	// tasks claimed for it (prefetched, or granted twice) and offers.
+	queue []inboxItem
+	idle  int  // free slots with no request out, after the last round
+	dirty bool // registry entry out of date
 }
 
-func (w *hostWorker) free(bids int) int { return w.spec.Slots - w.busy - bids }
+// free is the worker's slots not running, queued or asked for.
+func (w *hostWorker) free(bids int) int { return w.spec.Slots - w.busy - len(w.queue) - bids }
+
+// inboxItem is a grant or an offer for one of the host's workers, or an
+// open task the host takes: the note and the revision it arrived at.
+type inboxItem struct {
+	g   layout.GrantNote
+	rev int64
+	// claimed: the claim is made (a grant), so rev is its token; else the
+	// host claims the task itself (an offer, an open task), at the
+	// record's revision g.Rev, deleting the key it came through.
+	claimed bool
+	via     string
+}
 
 type outBid struct {
 	worker *hostWorker
@@ -232,39 +283,58 @@ type hostState struct {
 	env     *runEnv
 	cfg     *HostConfig
 	sess    *board.Session
+	commit  *committer // writes the host's transactions, merging those that wait
 	workers []*hostWorker
 	byID    map[string]*hostWorker
 
-	ready    map[string]readyNote // task -> announcement
-	shardOf  map[string]int       // task -> shard, for ready and open tasks
-	opens    map[string]bool
-	tried    map[string]time.Time // open tasks: when this host last tried one
-	grants   map[string]grantNote // grants to this host's workers, not yet started
-	started  map[string]bool      // tasks this host is working on
-	cooldown bool
-	bids     map[string]*outBid // task -> this host's request
-	feed     <-chan func()
+	hosts     map[string]string           // hosts/ key of a live host with workers -> the host
+	shards    map[int]*followedShard      // the shards this host follows
+	ready     map[string]layout.ReadyNote // task -> announcement, of followed shards
+	asked     map[string]bool             // tasks of ready a worker of this host asked for
+	shardOf   map[string]int              // task -> shard, for ready and open tasks
+	opens     map[string]layout.GrantNote // open tasks, as claimable notes
+	tried     map[string]time.Time        // open tasks: when this host last tried one
+	started   map[string]bool             // claim ids this host is working on
+	cancels   map[string]func()           // claim id -> cancel its attempt
+	cancelled map[string]bool             // claim ids cancelled before they started
+	cooldown  bool
+	divideAt  time.Time          // the live hosts changed: follow the shards again then
+	watchErr  error              // a watch ended: serve the run again
+	bids      map[string]*outBid // task -> this host's request
 
+	events  chan func() // from every watch, applied on the loop
 	results chan workResult
+	freeing chan freeReq   // work whose attempt is done frees its slot
 	applies chan func()    // from background writes: changes to make on the loop
 	writing bool           // a registry write is under way
-	wg      sync.WaitGroup // work goroutines, gatekeepers, merge role
+	wg      sync.WaitGroup // work goroutines, gatekeepers, merge role, watches
+}
+
+// followedShard is a shard this host follows: its announcement watch and
+// its gatekeeper campaign, stopped together when the shard moves.
+type followedShard struct {
+	stop context.CancelFunc
 }
 
 // workResult is a finished work goroutine's report.
 type workResult struct {
 	w    *hostWorker
-	task string
+	task string // claim id
 	tags []string
 	ran  bool // an attempt actually ran
 	ok   bool
+	// freed: the slot was freed already (freeSlot), before the outcome
+	// was recorded. stale: an offer or open task whose record had moved
+	// from this revision (it is not tried again).
+	freed bool
+	stale int64
 }
 
 // bidTimeout is how long a claim request waits for a decision before the
 // worker withdraws it and asks again.
 const bidTimeout = 3 * time.Second
 
-func serveOnce(ctx context.Context, cfg *HostConfig, r *Record) error {
+func serveOnce(ctx context.Context, cfg *HostConfig, r *layout.Record) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	env := &runEnv{st: cfg.Store, run: r, clock: cfg.Clock, log: cfg.Logger.With("run", r.Run, "host", cfg.Host), host: cfg.Host}
@@ -277,38 +347,51 @@ func serveOnce(ctx context.Context, cfg *HostConfig, r *Record) error {
 		defer ccancel()
 		_ = sess.Close(cctx)
 	}()
-	h := &hostState{env: env, cfg: cfg, sess: sess, byID: map[string]*hostWorker{}, ready: map[string]readyNote{},
-		shardOf: map[string]int{}, opens: map[string]bool{}, tried: map[string]time.Time{}, grants: map[string]grantNote{}, started: map[string]bool{},
-		bids: map[string]*outBid{}, results: make(chan workResult), applies: make(chan func())}
+	h := &hostState{env: env, cfg: cfg, sess: sess, byID: map[string]*hostWorker{}, hosts: map[string]string{},
+		shards: map[int]*followedShard{}, ready: map[string]layout.ReadyNote{}, asked: map[string]bool{}, shardOf: map[string]int{},
+		opens: map[string]layout.GrantNote{}, tried: map[string]time.Time{}, started: map[string]bool{}, cancels: map[string]func(){}, cancelled: map[string]bool{},
+		bids: map[string]*outBid{}, events: make(chan func()), results: make(chan workResult), freeing: make(chan freeReq), applies: make(chan func())}
 	for _, spec := range cfg.Workers {
-		w := &hostWorker{spec: spec, policy: NewPolicy(cfg.Policy, cfg.Clock.Now), offers: map[string]grantNote{}, dirty: true}
+		w := &hostWorker{spec: spec, policy: policy.New(cfg.Policy, cfg.Clock.Now), dirty: true}
 		h.workers = append(h.workers, w)
 		h.byID[spec.ID] = w
 	}
 	defer h.wg.Wait()
 	defer cancel()
+	h.commit = newCommitter(ctx, cfg.Store, h.spawn)
 	if err := h.register(ctx); err != nil {
 		return err
 	}
-	for s := range r.Options.Shards {
-		h.spawn(func() {
-			h.campaign(ctx, shardRole(r.Run, s), func(lctx context.Context, l *board.Leadership) error {
-				return runGatekeeper(lctx, env, s, l)
-			})
-		})
-	}
 	if cfg.Merge != nil && r.Remote != "" {
 		h.spawn(func() {
-			h.campaign(ctx, mergeRole(r.Run), func(lctx context.Context, l *board.Leadership) error {
+			h.campaign(ctx, layout.MergeRole(r.Run), func(lctx context.Context, l *board.Leadership) error {
 				return runMerge(lctx, env, cfg.Merge, l)
 			})
 		})
 	}
-	feed, err := follow(ctx, cfg.Store, feedPrefix(r.Run), h.onFeed)
-	if err != nil {
+	run := r.Run
+	if err := h.watch(ctx, layout.CooldownKey(run), board.WatchOptions{}, func(evs []board.Event) {
+		for _, ev := range evs {
+			h.cooldown = ev.Type == board.EventPut
+		}
+	}); err != nil {
 		return err
 	}
-	h.feed = feed
+	if err := h.watch(ctx, layout.HostsPrefix(run), board.WatchOptions{}, h.onHosts); err != nil {
+		return err
+	}
+	if err := h.watch(ctx, layout.OpenPrefix(run), board.WatchOptions{}, h.onOpen); err != nil {
+		return err
+	}
+	// The host deletes its inbox entries itself, in the transactions that
+	// end its attempts: it needs no deletions.
+	if err := h.watch(ctx, layout.InboxPrefix(run, cfg.Host), board.WatchOptions{NoDelete: true}, func(evs []board.Event) {
+		for _, ev := range evs {
+			h.onInbox(ctx, ev)
+		}
+	}); err != nil {
+		return err
+	}
 	tick := time.Second / 10
 	nextLoad, nextRegister := cfg.Clock.Now(), cfg.Clock.Now()
 	for {
@@ -334,30 +417,72 @@ func serveOnce(ctx context.Context, cfg *HostConfig, r *Record) error {
 		case <-ctx.Done():
 			return nil
 		case <-sess.Done():
-			return fmt.Errorf("host lease lost: %w", ErrLost)
-		case f, ok := <-feed:
+			return fmt.Errorf("host lease lost: %w", layout.ErrLost)
+		case f, ok := <-h.events:
 			if !ok {
-				return errWatchEnded(ctx)
+				return layout.ErrWatchEnded(ctx)
 			}
 			f()
 		case res := <-h.results:
 			h.finished(res)
+		case r := <-h.freeing:
+			h.freed(r)
 		case f := <-h.applies:
 			f()
-		case <-cfg.Clock.After(tick):
+		case <-cfg.Clock.After(h.wait(tick)):
+		}
+		if h.watchErr != nil {
+			return h.watchErr
+		}
+		if !h.divideAt.IsZero() && !cfg.Clock.Now().Before(h.divideAt) {
+			if err := h.refollow(ctx); err != nil {
+				return err
+			}
 		}
 	}
 }
 
-// drain applies whatever the feed has already delivered, so decisions are
-// made on the freshest view.
+// watch follows prefix (see followBatches), applying every change on the
+// loop; it ends with ctx. A watch that fails ends the host's session of
+// the run (serveRun starts over).
+func (h *hostState) watch(ctx context.Context, prefix string, opts board.WatchOptions, apply func([]board.Event)) error {
+	ch, err := layout.FollowBatches(ctx, h.env.st, prefix, opts, apply)
+	if err != nil {
+		return err
+	}
+	h.spawn(func() {
+		for f := range ch {
+			select {
+			case h.events <- f:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if ctx.Err() == nil {
+			select {
+			case h.events <- func() { h.watchErr = fmt.Errorf("swarm: the watch of %s ended", prefix) }:
+			case <-ctx.Done():
+			}
+		}
+	})
+	return nil
+}
+
+// wait is how long the loop may sleep: tick, or less when the shards are
+// due to be divided.
+func (h *hostState) wait(tick time.Duration) time.Duration {
+	if !h.divideAt.IsZero() {
+		return max(min(tick, h.divideAt.Sub(h.env.clock.Now())), time.Millisecond)
+	}
+	return tick
+}
+
+// drain applies whatever the watches have already delivered, so decisions
+// are made on the freshest view.
 func (h *hostState) drain() {
 	for {
 		select {
-		case f, ok := <-h.feed:
-			if !ok {
-				return
-			}
+		case f := <-h.events:
 			f()
 		default:
 			return
@@ -367,11 +492,7 @@ func (h *hostState) drain() {
 
 // spawn runs f as a goroutine the host waits for.
 func (h *hostState) spawn(f func()) {
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		f()
-	}()
+	h.wg.Go(f)
 }
 
 // campaign keeps this host a candidate for role, serving it whenever it
@@ -399,100 +520,27 @@ func (h *hostState) campaign(ctx context.Context, role string, serve func(contex
 	}
 }
 
-// onFeed applies one change of the run's feed.
-func (h *hostState) onFeed(ev board.Event) {
-	if ev.Key == cooldownKey(h.env.run.Run) {
-		h.cooldown = ev.Type == board.EventPut
-		return
-	}
-	rest := strings.TrimPrefix(ev.Key, feedPrefix(h.env.run.Run))
-	parts := strings.Split(rest, "/")
-	if len(parts) != 3 {
-		return
-	}
-	shard := 0
-	fmt.Sscanf(parts[0], "s%d", &shard)
-	task := unesc(parts[2])
-	put := ev.Type == board.EventPut
-	switch parts[1] {
-	case "ready":
-		if put {
-			var n readyNote
-			if json.Unmarshal(ev.Value, &n) == nil {
-				h.ready[task], h.shardOf[task] = n, shard
-			}
-			return
+// onHosts applies changes to the set of live hosts, which divides the
+// shards among them.
+func (h *hostState) onHosts(evs []board.Event) {
+	for _, ev := range evs {
+		host, _, ok := layout.HostOfKey(h.env.run.Run, ev.Key)
+		if !ok {
+			continue
 		}
-		delete(h.ready, task)
-		// Decided: if our request lost, the worker may ask again.
-		if b := h.bids[task]; b != nil {
-			delete(h.bids, task)
-		}
-	case "open":
-		if put {
-			h.opens[task], h.shardOf[task] = true, shard
+		var e layout.HostEntry
+		if ev.Type == board.EventPut && json.Unmarshal(ev.Value, &e) == nil && e.Workers > 0 {
+			h.hosts[ev.Key] = host
 		} else {
-			delete(h.opens, task)
+			delete(h.hosts, ev.Key) // gone, or a host with no workers: it takes no shards
 		}
-	case "grant":
-		if !put {
-			delete(h.grants, task)
-			for _, w := range h.workers {
-				delete(w.offers, task)
-			}
-			return
-		}
-		var g grantNote
-		if json.Unmarshal(ev.Value, &g) != nil || g.Host != h.env.host || h.byID[g.Worker] == nil {
-			return
-		}
-		h.shardOf[task] = shard
-		delete(h.bids, task)
-		h.grants[task] = g
 	}
+	// Hosts tend to come and go together (a fleet starting, a machine
+	// with several): the shards are divided again once the set has
+	// been still for a moment, not at every entry.
+	h.divideAt = h.env.clock.Now().Add(divideAfter)
 }
 
-// start runs one attempt of task for w in a goroutine.
-func (h *hostState) start(ctx context.Context, w *hostWorker, task string, score float64, via string) {
-	w.busy++
-	w.dirty = true
-	h.started[task] = true
-	delete(w.offers, task)
-	h.spawn(func() {
-		res := h.work(ctx, w, task, score, via)
-		select {
-		case h.results <- res:
-		case <-ctx.Done():
-		}
-	})
-}
-
-// finished takes a work goroutine's report.
-func (h *hostState) finished(res workResult) {
-	w := res.w
-	w.busy--
-	w.dirty = true
-	delete(h.started, res.task)
-	if res.ran {
-		w.history.record(res.tags, res.ok)
-		w.recent = append(w.recent, res.ok)
-		if len(w.recent) > 10 {
-			w.recent = w.recent[1:]
-		}
-	}
-	// An offer that waited for this slot.
-	for task, g := range w.offers {
-		if !h.started[task] {
-			h.grants[task] = g
-		}
-		break
-	}
-}
-
-// unesc reverses esc; a malformed segment is returned as is.
-func unesc(s string) string {
-	if u, err := url.PathUnescape(s); err == nil {
-		return u
-	}
-	return s
-}
+// divideAfter is how long the set of live hosts must be still before the
+// shards are divided again.
+const divideAfter = 100 * time.Millisecond

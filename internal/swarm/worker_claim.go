@@ -2,208 +2,142 @@ package swarm
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"strings"
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/envelope"
+	"github.com/apiary-dev/apiary/internal/swarm/layout"
+	"github.com/apiary-dev/apiary/internal/swarm/policy"
 )
 
-// Candidate is a worker's finished, gated work waiting for the merge role:
-// a commit on a branch of the shared remote, made under the claim whose
-// fencing token it carries.
-type Candidate struct {
-	// Usage is what the attempt that made it spent; the merge role adds it
-	// to the task's when it settles the candidate.
-	Usage    envelope.Usage `json:"usage,omitzero"`
-	Task     string         `json:"task"` // board id
-	Name     string         `json:"name"`
-	Worker   string         `json:"worker"`
-	Token    int64          `json:"token"`
-	Attempt  int            `json:"attempt"`
-	Base     string         `json:"base"`
-	Commit   string         `json:"commit"`
-	Branch   string         `json:"branch"` // full ref on the remote
-	Paths    []string       `json:"paths"`
-	Added    int            `json:"added"`
-	Removed  int            `json:"removed"`
-	Changes  []string       `json:"changes,omitempty"` // intent change kinds
-	Declared []string       `json:"declared,omitempty"`
-	Time     time.Time      `json:"time"`
-	Revision int64          `json:"-"`
-}
+// errStaleNote: an offer or open task's record moved since its note was
+// written: the task was claimed another way, or put back.
+var errStaleNote = errors.New("swarm: the task moved since it was offered")
 
-// Lines is the size of the change.
-func (c *Candidate) Lines() int { return c.Added + c.Removed }
+// errClaimLost: an attempt's claim ended under it.
+var errClaimLost = fmt.Errorf("claim lost: %w", layout.ErrLost)
 
-func readCandidate(ctx context.Context, st *board.Store, run, task string) (*Candidate, error) {
-	kv, err := st.Get(ctx, candKey(run, task))
+// work runs one attempt for w: it takes the claim itself when the item
+// is an offer or an open task, declares the intent, executes, and records
+// the outcome — every write fenced by the claim. wctx, derived from ctx,
+// is cancelled when a cancellation for the attempt arrives (a speculative
+// attempt that lost); ctx ends when the host stops, and then nothing is
+// recorded: the claim ends with the host's session and the shard's
+// gatekeeper puts the task back.
+func (h *hostState) work(ctx, wctx context.Context, w *hostWorker, it inboxItem) workResult {
+	id := it.g.Task
+	res := workResult{w: w, task: id}
+	t, p, err := layout.DecodeRecord(it.g.Record, it.g.Rev)
 	if err != nil {
-		return nil, err
-	}
-	return decodeCandidate(kv)
-}
-
-func decodeCandidate(kv board.KV) (*Candidate, error) {
-	var c Candidate
-	if err := json.Unmarshal(kv.Value, &c); err != nil {
-		return nil, fmt.Errorf("%w: candidate %s: %v", ErrBadRun, kv.Key, err)
-	}
-	c.Revision = kv.ModRevision
-	return &c, nil
-}
-
-// errClaimLost cancels an attempt whose claim lease lapsed.
-var errClaimLost = fmt.Errorf("claim lease lost: %w", ErrLost)
-
-// keepClaim renews the claim's lease every ttl/3 until ctx ends, and
-// cancels ctx with errClaimLost once the lease is gone or a whole ttl has
-// passed since the last renewal that went through. The returned channel
-// closes when it has stopped.
-func (h *hostState) keepClaim(ctx context.Context, cancel context.CancelCauseFunc, cl board.Claim, ttl time.Duration) <-chan struct{} {
-	done := make(chan struct{})
-	clock := h.env.clock
-	go func() {
-		defer close(done)
-		deadline := clock.Now().Add(ttl)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-clock.After(max(ttl/3, 10*time.Millisecond)):
-			}
-			sent := clock.Now()
-			rctx, rcancel := context.WithTimeout(ctx, ttl/2)
-			err := h.env.st.Renew(rctx, cl.Lease)
-			rcancel()
-			switch {
-			case err == nil:
-				deadline = sent.Add(ttl)
-			case errors.Is(err, board.ErrLeaseExpired), !clock.Now().Before(deadline):
-				cancel(errClaimLost)
-				return
-			}
-		}
-	}()
-	return done
-}
-
-// leaseOf is a task's claim lease.
-func leaseOf(run *Record, p *swarmTask) time.Duration {
-	if p.Envelope != nil && p.Envelope.LeaseS > 0 {
-		return secs(p.Envelope.LeaseS)
-	}
-	return secs(run.Options.ClaimTTLS)
-}
-
-// work runs one attempt of task for w: claim, mark running, declare the
-// intent, execute, and record the outcome — every write fenced by the claim.
-func (h *hostState) work(ctx context.Context, w *hostWorker, task string, score float64, via string) workResult {
-	res := workResult{w: w, task: task}
-	st, run := h.env.st, h.env.run
-	t, err := st.Task(ctx, task)
-	if err != nil || t.Status != board.TaskReady {
+		h.env.log.Warn("an unreadable grant", "task", id, "err", err)
 		return res
 	}
 	res.tags = t.Tags
-	p, err := decodePayload(t)
-	if err != nil {
-		return res
-	}
-	ttl := leaseOf(run, p)
-	cl, err := st.Claim(ctx, task, w.spec.ID, score, ttl)
-	if err != nil {
-		return res // taken by someone else
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = st.Release(cctx, cl)
-	}()
-	if t, err = markRunning(ctx, st, run.Run, t, p, cl, w.spec.ID, via); err != nil {
+	var cl board.Claim
+	if it.claimed {
+		t.Revision = it.rev
+		cl = board.Claim{Task: id, Agent: w.spec.ID, Score: it.g.Score, Lease: h.sess.Lease(), Shared: true, Token: it.rev}
+	} else if cl, err = h.claimItself(ctx, w, it, &t, p); err != nil {
+		h.env.log.Debug("taking an offered or open task", "task", id, "err", err)
+		if errors.Is(err, errStaleNote) {
+			res.stale = it.g.Rev
+		}
 		return res
 	}
 	res.ran = true
-	wctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	kept := h.keepClaim(wctx, cancel, cl, ttl)
-	job := &Job{Run: run, TaskID: task, Name: p.Name, Attempt: t.Attempts, Envelope: p.Envelope, Tags: t.Tags,
-		WorkS: p.WorkS, Worker: w.spec, Claim: cl}
-	if !run.Options.NoIntents && p.Envelope != nil {
+	job := &Job{Run: h.env.run, TaskID: t.ID, Name: p.Name, Attempt: t.Attempts, Slot: it.g.Slot, Fence: layout.ClaimToken(t, p),
+		Envelope: p.Envelope, Tags: t.Tags, WorkS: p.WorkS, Worker: w.spec, Claim: cl}
+	if job.Slot > 0 {
+		if p.Live == nil || job.Slot >= len(p.Live.Slots) {
+			h.env.log.Warn("a grant for an unknown attempt", "task", id)
+			return res
+		}
+		if a := p.Live.Slots[job.Slot].Agent; a != "" {
+			job.Worker.Profile = a
+		}
+	}
+	if !h.env.run.Options.NoIntents && p.Envelope != nil {
 		in, declared, err := h.declare(wctx, w, t, p, cl)
-		if err != nil {
-			cancel(nil)
-			<-kept
-			h.fail(ctx, t, p, cl, "declaring the intent: "+err.Error())
+		if err != nil && ctx.Err() == nil && wctx.Err() == nil {
+			h.record(ctx, job, t, p, Outcome{}, fmt.Errorf("declaring the intent: %w", err), false)
 			return res
 		}
 		job.Intent, job.Declared = in, declared
 	}
 	if p.Envelope != nil {
-		if hs, err := st.Hints(wctx, board.HintApproved); err == nil {
+		if hs, err := h.env.st.Hints(wctx, board.HintApproved); err == nil {
 			job.Hints = hs
 		}
 	}
 	out, err := h.cfg.Exec.Execute(wctx, job)
-	lost := errors.Is(context.Cause(wctx), errClaimLost)
-	cancel(nil)
-	<-kept
-	if out.Candidate == nil {
-		p.Usage.Add(out.Usage) // a candidate carries it to the merge role
-	}
-	switch {
-	case lost || ctx.Err() != nil:
-		// The claim is gone (or we are stopping): the gatekeeper puts the
-		// task back once the claim has lapsed.
+	if ctx.Err() != nil {
 		return res
-	case err != nil:
-		h.fail(ctx, t, p, cl, err.Error())
-	case out.Failed != "":
-		h.fail(ctx, t, p, cl, out.Failed)
-	case out.Done:
-		fin := finishedMarker(run.Run, p, t, cl)
-		t.Status = board.TaskDone
-		if _, err := settle(ctx, st, run, t, p, []board.Cmp{cl.Guard()}, fin); err != nil {
-			h.env.log.Warn("recording a finished task", "task", task, "err", err)
-			return res
-		}
-		res.ok = true
-	case out.Candidate != nil:
-		c := out.Candidate
-		c.Task, c.Name, c.Worker, c.Token, c.Attempt, c.Declared = task, p.Name, w.spec.ID, cl.Token, t.Attempts, job.Declared
-		c.Time, c.Usage = h.env.clock.Now().UTC(), out.Usage
-		if job.Intent != nil {
-			for _, k := range job.Intent.Changes {
-				c.Changes = append(c.Changes, string(k))
-			}
-		}
-		r, err := st.Txn(ctx, board.Txn{If: []board.Cmp{cl.Guard()}, Then: []board.Op{board.PutOp(candKey(run.Run, task), mustJSON(c), board.NoLease),
-			finishedMarker(run.Run, p, t, cl)}})
-		if err != nil || !r.Succeeded {
-			h.env.log.Warn("recording a candidate", "task", task, "err", err)
-			return res
-		}
-		res.ok = true
-	default:
-		h.fail(ctx, t, p, cl, "the executor reported nothing")
 	}
+	cancelled := wctx.Err() != nil
+	next := h.freeSlot(ctx, w)
+	res.freed = true
+	var ok bool
+	if ok, err = h.record(ctx, job, t, p, out, err, cancelled, next...); err != nil && len(next) > 0 {
+		h.background(ctx, func() func() { return func() { h.unask(next) } })
+	}
+	res.ok = ok
 	return res
 }
 
-// fail puts the task back (or fails it) after a failed attempt.
-func (h *hostState) fail(ctx context.Context, t board.Task, p *swarmTask, cl board.Claim, reason string) {
-	if _, err := requeue(ctx, h.env.st, h.env.run, t, p, reason, []board.Cmp{cl.Guard()}, finishedMarker(h.env.run.Run, p, t, cl)); err != nil {
-		h.env.log.Warn("putting back a failed task", "task", t.ID, "err", err)
+// claimItself claims an offered or open task for w on the host's lease,
+// moving its record from the revision the note carries, and deleting the
+// note it came through — the same transaction a gatekeeper's decision is.
+func (h *hostState) claimItself(ctx context.Context, w *hostWorker, it inboxItem, t *board.Task, p *layout.Payload) (board.Claim, error) {
+	run, lease := h.env.run.Run, h.sess.Lease()
+	if !strings.HasPrefix(it.via, layout.InboxPrefix(run, h.env.host)) {
+		// An open task every host may be trying: a read first spares the
+		// board the losers' transactions.
+		if _, err := h.env.st.Get(ctx, board.ClaimKey(t.ID)); err == nil {
+			return board.Claim{}, fmt.Errorf("task %s: %w", t.ID, board.ErrClaimed)
+		}
 	}
+	m := layout.RunMarker{Worker: w.spec.ID, Host: h.env.host, Lease: lease, Spec: p.Spec}
+	rev := t.Revision
+	if err := layout.ClaimRecord(t, p, m); err != nil {
+		return board.Claim{}, err
+	}
+	val, err := layout.EncodeTask(*t, p)
+	if err != nil {
+		return board.Claim{}, err
+	}
+	res, err := h.env.st.ClaimOn(ctx, []board.ClaimSpec{{Task: t.ID, Agent: w.spec.ID, Score: it.g.Score, Lease: lease}}, board.Txn{
+		If: []board.Cmp{board.ModifiedAt(board.TaskKey(t.ID), rev)},
+		// An offered task may have been opened meanwhile, and an open one
+		// offered: whichever way it is claimed, both notes go.
+		Then: []board.Op{board.PutOp(board.TaskKey(t.ID), val, board.NoLease),
+			board.PutOp(layout.MarkerKey(run, it.g.Shard, t.ID), layout.MustJSON(m), board.NoLease),
+			board.DeleteOp(layout.InboxKey(run, h.env.host, t.ID)), board.DeleteOp(layout.OpenKey(run, it.g.Shard, t.ID)),
+			board.DeleteOp(layout.ReadyKey(run, it.g.Shard, t.ID))},
+	})
+	if err != nil {
+		return board.Claim{}, err
+	}
+	if !res.Succeeded {
+		if res.Current[1].ModRevision != rev {
+			return board.Claim{}, fmt.Errorf("task %s: %w", t.ID, errStaleNote)
+		}
+		return board.Claim{}, fmt.Errorf("task %s: %w", t.ID, board.ErrClaimed)
+	}
+	t.Revision = res.Revision
+	return res.Claims[0], nil
 }
 
 // intentOf derives an intent's action boundary from a write scope: the
-// directories of its entries (ScopeDir), or the whole repository.
-// canNarrow is set when every entry is a file, so ScopeFile is possible.
+// files it lists (ScopeFile) when every entry is a file, so two tasks
+// writing different files of one directory do not overlap; the
+// directories of its entries (ScopeDir) when one is a directory; or the
+// whole repository. canNarrow reports whether a narrower intent could
+// still be declared: file lists get ScopeFile at once, so it is false.
 func intentOf(scope []string) (files []string, level board.Scope, canNarrow bool) {
 	canNarrow = len(scope) > 0
 	for _, s := range scope {
@@ -220,7 +154,10 @@ func intentOf(scope []string) (files []string, level board.Scope, canNarrow bool
 	if len(files) == 0 {
 		return []string{"."}, board.ScopeRepo, false
 	}
-	return files, board.ScopeDir, canNarrow
+	if canNarrow {
+		return files, board.ScopeFile, false
+	}
+	return files, board.ScopeDir, false
 }
 
 // riskOf estimates a change's risk from its boundary: wide scopes and many
@@ -239,12 +176,12 @@ func riskOf(level board.Scope, n int) float64 {
 // intents as the policy says: wait for them to end, narrow the scope, or
 // proceed with a declared conflict. It returns the intent and the tasks a
 // conflict was declared with.
-func (h *hostState) declare(ctx context.Context, w *hostWorker, t board.Task, p *swarmTask, cl board.Claim) (*board.Intent, []string, error) {
+func (h *hostState) declare(ctx context.Context, w *hostWorker, t board.Task, p *layout.Payload, cl board.Claim) (*board.Intent, []string, error) {
 	st, clock := h.env.st, h.env.clock
 	files, level, canNarrow := intentOf(p.Envelope.Authority.WriteScope)
 	in := board.Intent{Task: t.ID, Worker: w.spec.ID, Files: files, Scope: level,
 		Changes: []board.ChangeKind{board.ChangeAdd, board.ChangeModify}, Risk: riskOf(level, len(files)), Deps: t.Deps, Lease: cl.Lease}
-	maxWait := secs(h.env.run.Options.IntentWaitS)
+	maxWait := layout.Secs(h.env.run.Options.IntentWaitS)
 	start := clock.Now()
 	for {
 		got, earlier, err := st.DeclareIntent(ctx, in)
@@ -254,15 +191,15 @@ func (h *hostState) declare(ctx context.Context, w *hostWorker, t board.Task, p 
 		if len(earlier) == 0 {
 			return &got, nil, nil
 		}
-		sc := w.policy.Score("intent", Snapshot{At: clock.Now(), Ready: 1, Idle: 1, Overlaps: len(earlier), Risk: in.Risk})
+		sc := w.policy.Score("intent", policy.Snapshot{At: clock.Now(), Ready: 1, Idle: 1, Overlaps: len(earlier), Risk: in.Risk})
 		switch w.policy.Overlap(sc, clock.Now().Sub(start), maxWait, canNarrow && in.Scope == board.ScopeDir) {
-		case OverlapWait:
+		case policy.OverlapWait:
 			select {
 			case <-ctx.Done():
 				return nil, nil, ctx.Err()
 			case <-clock.After(250 * time.Millisecond):
 			}
-		case OverlapNarrow:
+		case policy.OverlapNarrow:
 			in.Scope = board.ScopeFile
 			in.Risk = riskOf(board.ScopeFile, len(files))
 			h.env.log.Info("intent narrowed", "task", t.ID, "worker", w.spec.ID)
@@ -274,7 +211,7 @@ func (h *hostState) declare(ctx context.Context, w *hostWorker, t board.Task, p 
 			}
 			rec := map[string]any{"task": t.ID, "worker": w.spec.ID, "with": tasks, "paths": paths, "token": cl.Token}
 			r, err := st.Txn(ctx, board.Txn{If: []board.Cmp{cl.Guard()},
-				Then: []board.Op{board.PutOp(declaredKey(h.env.run.Run, t.ID), mustJSON(rec), board.NoLease)}})
+				Then: []board.Op{board.PutOp(layout.DeclaredKey(h.env.run.Run, t.ID), layout.MustJSON(rec), board.NoLease)}})
 			if err != nil {
 				return nil, nil, err
 			}
@@ -298,3 +235,5 @@ func envelopeFor(j *Job, base, trace string) *envelope.Envelope {
 	e.Agent = envelope.AgentRef{Profile: j.Worker.Profile}
 	return &e
 }
+
+func clamp01(x float64) float64 { return math.Max(0, math.Min(1, x)) }

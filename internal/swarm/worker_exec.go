@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,7 +20,9 @@ import (
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/git"
+	"github.com/apiary-dev/apiary/internal/proc"
 	"github.com/apiary-dev/apiary/internal/rundir"
+	"github.com/apiary-dev/apiary/internal/swarm/layout"
 )
 
 // GitExecutor runs claimed tasks for real: in a bare clone of the run's
@@ -44,16 +47,128 @@ type GitExecutor struct {
 	Models attempt.ModelAccess
 	// Writes gives Claude Code agents the MCP write surface; nil: none.
 	Writes attempt.WriteSurface
+	// CapabilityKey is the root key of the attempts' capability tokens;
+	// nil reads DIR/.apiary/cap.key, making it when missing.
+	CapabilityKey []byte
+	// Pool is each run's warm pool of worktrees (git.WorktreePool, in
+	// DIR/RUN/pool): an attempt's worktree is a pooled one reset to its
+	// base, so a task pays milliseconds, not a `git worktree add`.
+	Pool   PoolConfig
 	Now    func() time.Time
 	Rand   io.Reader
 	Logger *slog.Logger
 
 	mu    sync.Mutex
-	repos map[string]*git.Repo // run -> its clone
-	wt    serialized           // serializes worktree-list commands
+	repos map[string]*git.Repo         // run -> its clone
+	pools map[string]*git.WorktreePool // run -> its pool; nil: none could be opened
+	procs map[string]*proc.Tracker     // run -> its attempts' processes
+	wt    serialized                   // serializes worktree-list commands
+}
+
+// tracker contains a run's attempts in marked process groups (see package
+// proc): whatever an agent leaves, a daemon that called setsid included,
+// is found and ended with its attempt.
+func (x *GitExecutor) tracker(run string) *proc.Tracker {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if t := x.procs[run]; t != nil {
+		return t
+	}
+	t, err := proc.New(proc.Options{Owner: run, Env: map[string]string{"APIARY_RUN_ID": run}, NoCgroup: true, Rand: x.Rand})
+	if err != nil {
+		return nil // unmarked process groups
+	}
+	if x.procs == nil {
+		x.procs = map[string]*proc.Tracker{}
+	}
+	x.procs[run] = t
+	return t
 }
 
 var _ Executor = (*GitExecutor)(nil)
+
+// PoolConfig sizes an executor's worktree pools.
+type PoolConfig struct {
+	Off bool // every attempt adds its own worktree
+	// Size is the most idle worktrees kept per run; 0: 4. MaxIdle evicts
+	// one idle longer; 0: never.
+	Size    int
+	MaxIdle time.Duration
+	// Sparse checks out only the directories a task's inputs and write
+	// scope name (attempt.SparseCone).
+	Sparse bool
+}
+
+// pool returns the run's worktree pool, opening it on first use; nil when
+// pooling is off or the pool cannot be opened (the attempt then adds its
+// own worktree, as without one).
+func (x *GitExecutor) pool(ctx context.Context, run string, repo *git.Repo) attempt.Pool {
+	if x.Pool.Off {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	p, tried := x.pools[run]
+	if !tried {
+		size := x.Pool.Size
+		if size <= 0 {
+			size = 4
+		}
+		var err error
+		p, err = git.NewWorktreePool(context.WithoutCancel(ctx), repo, git.PoolOptions{Dir: filepath.Join(x.Dir, run, "pool"),
+			Size: size, MaxIdle: x.Pool.MaxIdle, Now: x.Now, Lock: &x.wt})
+		if err != nil {
+			x.log().Warn("no worktree pool: every attempt adds its own worktree", "run", run, "err", err)
+			p = nil
+		}
+		if x.pools == nil {
+			x.pools = map[string]*git.WorktreePool{}
+		}
+		x.pools[run] = p
+	}
+	if p == nil {
+		return nil // not a nil *git.WorktreePool in an interface
+	}
+	return p
+}
+
+// PoolStats sums what the runs' pools did.
+func (x *GitExecutor) PoolStats() git.PoolStats {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var sum git.PoolStats
+	for _, p := range x.pools {
+		if p == nil {
+			continue
+		}
+		st := p.Stats()
+		sum.Created += st.Created
+		sum.Reused += st.Reused
+		sum.Unpooled += st.Unpooled
+	}
+	return sum
+}
+
+// Close removes the idle worktrees of every run's pool. A host calls it
+// once its workers have stopped.
+func (x *GitExecutor) Close(ctx context.Context) error {
+	x.mu.Lock()
+	pools := x.pools
+	x.pools = nil
+	x.mu.Unlock()
+	var errs []error
+	for run, p := range pools {
+		if p == nil {
+			continue
+		}
+		if err := p.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("closing the worktree pool of run %s: %w", run, err))
+			continue
+		}
+		_ = os.RemoveAll(filepath.Join(x.Dir, run, "pool"))
+	}
+	return errors.Join(errs...)
+}
 
 func (x *GitExecutor) log() *slog.Logger {
 	if x.Logger != nil {
@@ -63,7 +178,7 @@ func (x *GitExecutor) log() *slog.Logger {
 }
 
 // clone returns the run's clone, making it on first use.
-func (x *GitExecutor) clone(ctx context.Context, run *Record) (*git.Repo, error) {
+func (x *GitExecutor) clone(ctx context.Context, run *layout.Record) (*git.Repo, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if r := x.repos[run.Run]; r != nil {
@@ -93,10 +208,10 @@ func (x *GitExecutor) clone(ctx context.Context, run *Record) (*git.Repo, error)
 
 // profileFor resolves the worker's agent profile: the run's own profiles
 // first, then the built-ins.
-func (x *GitExecutor) profileFor(run *Record, name string) (agent.Profile, error) {
+func (x *GitExecutor) profileFor(run *layout.Record, name string) (agent.Profile, error) {
 	var p agent.Profile
 	if a, ok := run.Agents[name]; ok && !a.Builtin {
-		p = agent.Profile{Name: name, Kind: a.Kind, Argv: a.Argv, Model: a.Model, Args: a.Args, Env: a.Env}
+		p = agent.Profile{Name: name, Kind: a.Kind, Argv: a.Argv, Model: a.Model, Args: a.Args, Env: a.Env, Tools: a.Tools, MaxTurns: a.MaxTurns}
 	} else if b, ok := agent.Builtin(name); ok {
 		p = b
 	} else {
@@ -111,7 +226,7 @@ func (x *GitExecutor) profileFor(run *Record, name string) (agent.Profile, error
 // Execute implements Executor.
 func (x *GitExecutor) Execute(ctx context.Context, j *Job) (Outcome, error) {
 	if j.Envelope == nil {
-		return Outcome{}, fmt.Errorf("%w: task %s has no envelope", ErrBadRun, j.TaskID)
+		return Outcome{}, fmt.Errorf("%w: task %s has no envelope", layout.ErrBadRun, j.TaskID)
 	}
 	run := j.Run
 	repo, err := x.clone(ctx, run)
@@ -130,8 +245,14 @@ func (x *GitExecutor) Execute(ctx context.Context, j *Job) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	token := strconv.FormatInt(j.Claim.Token, 10)
-	slot := j.Name + "-" + token
+	token := strconv.FormatInt(j.Fence, 10)
+	name := j.Name
+	if j.Slot > 0 {
+		// A speculative attempt's work is its own. Its branch cannot use
+		// the claim id's "~" (no ref may), and "+" is in no task name.
+		name += "+" + strconv.Itoa(j.Slot)
+	}
+	slot := name + "-" + token
 	wt := filepath.Join(x.Dir, run.Run, "wt", slot)
 	rnd := x.Rand
 	if rnd == nil {
@@ -145,6 +266,13 @@ func (x *GitExecutor) Execute(ctx context.Context, j *Job) (Outcome, error) {
 	}
 	env := envelopeFor(j, base, trace)
 	env.Agent.Kind = prof.Kind
+	now := time.Now
+	if x.Now != nil {
+		now = x.Now
+	}
+	if env.Authority.Capability, err = x.attemptCapability(j, env, now()); err != nil {
+		return Outcome{}, err
+	}
 	for _, h := range j.Hints {
 		env.Hints = append(env.Hints, envelope.Hint{Type: h.Type, Resolution: h.Resolution})
 	}
@@ -166,17 +294,19 @@ func (x *GitExecutor) Execute(ctx context.Context, j *Job) (Outcome, error) {
 	if trace != "" {
 		trailers = append(trailers, git.Trailer{Key: git.TrailerTrace, Value: trace})
 	}
-	out, err := attempt.Run(ctx, attempt.Spec{
+	spec := attempt.Spec{
 		Repo: repo, Worktree: wt, Branch: "apiary/" + run.Run + "/" + slot, Base: base, DeleteBranch: true, Lock: &x.wt,
 		Envelope: env, Profile: prof, Prompt: swarmPrompt(env, j, attempt.EnvelopeIn(wt), utilsPath),
 		Env: map[string]string{
 			"APIARY_TASK": j.Name, "APIARY_ATTEMPT": strconv.Itoa(j.Attempt), "APIARY_ROLE": attempt.RoleWorker,
-			"APIARY_FENCE": token, "APIARY_WORKER": j.Worker.ID, "APIARY_UTILS": utilsPath},
+			"APIARY_FENCE": token, "APIARY_WORKER": j.Worker.ID, "APIARY_UTILS": utilsPath,
+			"APIARY_CAPABILITY": env.Authority.Capability},
 		Home: wt + ".home", Log: filepath.Join(x.Dir, run.Run, "logs", slot+".log"), Grace: x.AgentGrace,
-		Models: x.Models, Ref: attempt.TaskRef{Run: run.Run, Task: j.Name, TaskID: env.TaskID, Attempt: j.Attempt, Role: attempt.RoleWorker},
-		Writes: x.Writes,
+		Models: x.Models, Ref: attempt.TaskRef{Run: run.Run, Task: j.Name, TaskID: env.TaskID, Attempt: j.Attempt, Role: attempt.RoleWorker,
+			Capability: env.Authority.Capability},
+		Writes: x.Writes, Grant: &attempt.Grant{Capability: env.Authority.Capability},
 		Commit: &attempt.Commit{Subject: j.Name + ": " + attempt.FirstLine(j.Envelope.Objective), Trailers: trailers, Author: prof.Name},
-		Gates:  true, Logger: x.log(), Now: x.Now,
+		Gates:  true, Logger: x.log(), Now: x.Now, Procs: x.tracker(run.Run).With(slot, nil),
 		Hooks: attempt.Hooks{Prepare: func(string) error {
 			if utilsPath == "" {
 				return nil
@@ -187,7 +317,14 @@ func (x *GitExecutor) Execute(ctx context.Context, j *Job) (Outcome, error) {
 			}
 			return rundir.WriteFileUnsynced(utilsPath, b)
 		}},
-	})
+	}
+	if p := x.pool(ctx, run.Run, repo); p != nil {
+		spec.Pool = p
+		if x.Pool.Sparse {
+			spec.Sparse = attempt.SparseCone(env)
+		}
+	}
+	out, err := attempt.Run(ctx, spec)
 	switch {
 	case ctx.Err() != nil:
 		return Outcome{Usage: out.Usage}, context.Cause(ctx)
@@ -201,7 +338,7 @@ func (x *GitExecutor) Execute(ctx context.Context, j *Job) (Outcome, error) {
 		return Outcome{Failed: "rejected: " + out.Failures[0].Error(), Gate: true, Usage: out.Usage}, nil
 	}
 	cand := out.Candidate
-	c := &Candidate{Base: base, Commit: cand, Branch: candidateRef(run.Run, j.Name, j.Claim.Token)}
+	c := &layout.Candidate{Base: base, Commit: cand, Branch: candidateRef(run.Run, name, j.Fence)}
 	for _, ch := range out.Changes {
 		c.Paths = append(c.Paths, ch.Path)
 	}
@@ -221,6 +358,20 @@ func (x *GitExecutor) Execute(ctx context.Context, j *Job) (Outcome, error) {
 	}
 	return Outcome{Candidate: c, Usage: out.Usage}, nil
 }
+
+// Discard implements Discarder: it deletes the candidate's branch from the
+// run's remote.
+func (x *GitExecutor) Discard(ctx context.Context, j *Job, c *layout.Candidate) {
+	repo, err := x.clone(ctx, j.Run)
+	if err == nil {
+		err = repo.Push(ctx, j.Run.Remote, []string{":" + c.Branch})
+	}
+	if err != nil {
+		x.log().Debug("discarding a candidate", "branch", c.Branch, "err", err)
+	}
+}
+
+var _ Discarder = (*GitExecutor)(nil)
 
 // serialized is a mutex as an attempt.Locker: it serializes the
 // worktree-list commands of one executor's clones.

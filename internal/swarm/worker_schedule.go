@@ -6,9 +6,12 @@ import (
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/board"
+	"github.com/apiary-dev/apiary/internal/swarm/layout"
+	"github.com/apiary-dev/apiary/internal/swarm/policy"
 )
 
-// schedule starts granted work, takes open tasks and asks for more.
+// schedule starts what arrived for the workers, takes open tasks and asks
+// for more.
 func (h *hostState) schedule(ctx context.Context) {
 	h.drain()
 	now := h.env.clock.Now()
@@ -16,49 +19,73 @@ func (h *hostState) schedule(ctx context.Context) {
 	pending := map[*hostWorker]int{}
 	for t, b := range h.bids {
 		if now.Sub(b.since) > bidTimeout {
+			// Forgotten, not withdrawn: a write per timeout would add to
+			// the load that most often causes it. If it is decided
+			// after all, the task waits in the worker's queue.
 			delete(h.bids, t)
-			h.withdraw(ctx, t, b)
 			continue
 		}
 		pending[b.worker]++
 	}
-	// Grants first: the gatekeeper chose these workers.
-	for task, g := range h.grants {
-		w := h.byID[g.Worker]
-		if h.started[task] {
-			continue
+	// What arrived first: the gatekeepers chose these workers.
+	for _, w := range h.workers {
+		for w.busy < w.spec.Slots && len(w.queue) > 0 {
+			it := w.queue[0]
+			w.queue = w.queue[1:]
+			if !h.started[it.g.Task] {
+				h.start(ctx, w, it)
+			}
 		}
-		if w.free(0) <= 0 {
-			w.offers[task] = g // an offer waits for a free slot
-			continue
-		}
-		delete(h.grants, task)
-		h.start(ctx, w, task, g.Score, grantKey(run, h.shardOf[task], task))
 	}
 	if h.cooldown {
 		return
 	}
 	// Open tasks: anyone may take them (one try a second each: a task taken
 	// elsewhere stays listed until its gatekeeper tidies up).
-	for task := range h.opens {
+	for task, g := range h.opens {
 		if h.started[task] || now.Sub(h.tried[task]) < time.Second {
 			continue
 		}
 		h.tried[task] = now
 		for _, w := range h.workers {
 			if w.free(pending[w]) > 0 && !w.policy.Observing() {
-				h.start(ctx, w, task, 0, openKey(run, h.shardOf[task], task))
+				g.Worker = w.spec.ID
+				h.start(ctx, w, inboxItem{g: g, via: layout.OpenKey(run, g.Shard, task)})
 				break
 			}
 		}
 	}
-	// Ask for ready tasks, best first, one request per free slot.
+	ops := h.ask(h.workers, pending)
+	if len(ops) == 0 {
+		return
+	}
+	h.background(ctx, func() func() {
+		err := h.writeOps(ctx, ops)
+		if err == nil || ctx.Err() != nil {
+			return nil
+		}
+		return func() {
+			// Some may have gone through; those the gatekeepers drop when
+			// their bid window passes with the task decided otherwise.
+			h.env.log.Debug("claim requests", "err", err)
+			h.unask(ops)
+		}
+	})
+}
+
+// ask returns the claim requests of workers for ready tasks, best first,
+// one per free slot (and up to Prefetch more), given the requests each
+// has out (pending, updated), and records them as out.
+func (h *hostState) ask(workers []*hostWorker, pending map[*hostWorker]int) []board.Op {
+	now := h.env.clock.Now()
+	run := h.env.run.Run
+	asks := func(w *hostWorker) int { return w.free(pending[w]) + h.cfg.Prefetch }
 	free := 0
-	for _, w := range h.workers {
-		free += max(w.free(pending[w]), 0)
+	for _, w := range workers {
+		free += max(asks(w), 0)
 	}
 	if len(h.ready) == 0 || free == 0 {
-		return
+		return nil
 	}
 	// Each request looks at up to bidScan matching candidates not taken in
 	// this round, so when every worker matches every task no more than
@@ -66,18 +93,18 @@ func (h *hostState) schedule(ctx context.Context) {
 	// worker that finds nothing in those looks at all of them.
 	order, ready := h.topReady(free + bidScan)
 	if len(order) == 0 {
-		return // nothing to decide: no score
+		return nil // nothing to decide: no score
 	}
 	whole := len(order) == ready
 	// The snapshot is the view as of now, every delivered change applied;
 	// scores computed from it go stale if deciding takes too long.
-	snap := Snapshot{At: now, Ready: ready, Workers: len(h.workers), Cooldown: h.cooldown}
+	snap := policy.Snapshot{At: now, Ready: ready, Workers: len(h.workers), Cooldown: h.cooldown}
 	var ops []board.Op
 	taken := map[string]bool{}
-	for _, w := range h.workers {
-		for w.free(pending[w]) > 0 {
+	for _, w := range workers {
+		for asks(w) > 0 {
 			s := snap
-			s.Idle = w.free(pending[w])
+			s.Idle = max(w.free(pending[w]), 1)
 			s.Recent, s.Failed = len(w.recent), countBool(w.recent, false)
 			sc := w.policy.Score("bid", s)
 			if !w.policy.Act(sc) {
@@ -94,45 +121,70 @@ func (h *hostState) schedule(ctx context.Context) {
 			}
 			taken[best] = true
 			shard := h.shardOf[best]
-			ops = append(ops, board.PutOp(bidKey(run, shard, best, w.spec.ID),
-				mustJSON(bidNote{Task: best, Worker: w.spec.ID, Host: h.env.host, Score: bestScore,
+			ops = append(ops, board.PutOp(layout.BidKey(run, shard, best, w.spec.ID),
+				layout.MustJSON(layout.BidNote{Task: best, Worker: w.spec.ID, Host: h.env.host, Score: bestScore,
 					Skills: w.spec.Skills, Profile: w.spec.Profile}), h.sess.Lease()))
 			h.bids[best] = &outBid{worker: w, since: now, shard: shard}
+			h.asked[best] = true
 			pending[w]++
 		}
 	}
-	if len(ops) == 0 {
-		return
-	}
 	// The requests are only as good as the view they were decided on: a
 	// view older than the policy allows counts for nothing.
-	if h.env.clock.Now().Sub(snap.At) > h.workers[0].policy.cfg.StaleAfter {
-		for _, op := range ops {
-			delete(h.bids, bidTask(op.Key))
-		}
-		return
+	if len(ops) > 0 && h.env.clock.Now().Sub(snap.At) > h.workers[0].policy.StaleAfter() {
+		h.unask(ops)
+		return nil
 	}
-	sent := map[string]*outBid{}
+	return ops
+}
+
+// unask forgets requests that were not written.
+func (h *hostState) unask(ops []board.Op) {
 	for _, op := range ops {
-		t := bidTask(op.Key)
-		sent[t] = h.bids[t]
+		delete(h.bids, bidTask(op.Key))
+		delete(h.asked, bidTask(op.Key))
 	}
-	h.background(ctx, func() func() {
-		err := h.writeOps(ctx, ops)
-		if err == nil || ctx.Err() != nil {
-			return nil
+}
+
+// freeSlot frees w's slot once an attempt's work is done — recording it is
+// the board's round trip, not the worker's — and returns the worker's next
+// claim requests, for the transaction that records the attempt: so that
+// asking for the next task costs no write of its own.
+func (h *hostState) freeSlot(ctx context.Context, w *hostWorker) []board.Op {
+	reply := make(chan []board.Op, 1)
+	select {
+	case h.freeing <- freeReq{w: w, reply: reply}:
+	case <-ctx.Done():
+		return nil
+	}
+	select {
+	case ops := <-reply:
+		return ops
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// freeReq asks the loop to free a slot of w (see freeSlot).
+type freeReq struct {
+	w     *hostWorker
+	reply chan []board.Op
+}
+
+// freed handles a freeReq on the loop.
+func (h *hostState) freed(r freeReq) {
+	r.w.busy--
+	r.w.dirty = true
+	var ops []board.Op
+	if !h.cooldown {
+		h.drain()
+		pending := map[*hostWorker]int{}
+		for _, b := range h.bids {
+			pending[b.worker]++
 		}
-		return func() {
-			// Some may have gone through; those the gatekeepers drop when
-			// their bid window passes with the task decided otherwise.
-			h.env.log.Debug("claim requests", "err", err)
-			for t, b := range sent {
-				if h.bids[t] == b {
-					delete(h.bids, t)
-				}
-			}
-		}
-	})
+		ops = h.ask([]*hostWorker{r.w}, pending)
+	}
+	r.reply <- ops
 }
 
 // markIdle records each worker's free slots that have no request out: the
@@ -153,25 +205,17 @@ func (h *hostState) markIdle() {
 // bidScan is how many candidate tasks a claim request compares.
 const bidScan = 32
 
-// readyBefore orders ready tasks: higher priority first, then by name.
-func readyBefore(a, b string, na, nb readyNote) bool {
-	if na.Prio != nb.Prio {
-		return na.Prio > nb.Prio
-	}
-	return a < b
-}
-
 // topReady returns, in order, the first n ready tasks this host has neither
 // asked for nor started, and how many such tasks there are.
 func (h *hostState) topReady(n int) ([]string, int) {
 	cand := make([]string, 0, len(h.ready))
 	for t := range h.ready {
-		if h.bids[t] == nil && !h.started[t] {
+		if h.bids[t] == nil && !h.started[t] && !h.asked[t] {
 			cand = append(cand, t)
 		}
 	}
 	total := len(cand)
-	return firstN(cand, n, func(a, b string) bool { return readyBefore(a, b, h.ready[a], h.ready[b]) }), total
+	return firstN(cand, n, func(a, b string) bool { return layout.ReadyBefore(a, b, h.ready[a], h.ready[b]) }), total
 }
 
 // pick returns the task w fits best among the first bidScan in order that
@@ -181,11 +225,11 @@ func (h *hostState) pick(w *hostWorker, order []string, taken map[string]bool) (
 	for i, scanned := 0, 0; i < len(order) && scanned < bidScan; i++ {
 		t := order[i]
 		n := h.ready[t]
-		if taken[t] || !Matches(w.spec.Skills, n.Tags) {
+		if taken[t] || !layout.Matches(w.spec.Skills, n.Tags) {
 			continue
 		}
 		scanned++
-		if c := Competence(w.spec.Skills, w.spec.Profile, w.history, n.Tags, n.Agent); c > bestScore {
+		if c := layout.Competence(w.spec.Skills, w.spec.Profile, w.history, n.Tags, n.Agent); c > bestScore {
 			best, bestScore = t, c
 		}
 	}
@@ -195,7 +239,7 @@ func (h *hostState) pick(w *hostWorker, order []string, taken map[string]bool) (
 // bidTask extracts the task from a bid key.
 func bidTask(key string) string {
 	parts := strings.Split(key, "/")
-	return unesc(parts[len(parts)-2])
+	return layout.Unesc(parts[len(parts)-2])
 }
 
 func countBool(bs []bool, v bool) int {
@@ -206,16 +250,4 @@ func countBool(bs []bool, v bool) int {
 		}
 	}
 	return n
-}
-
-// withdraw deletes a request that waited too long.
-func (h *hostState) withdraw(ctx context.Context, task string, b *outBid) {
-	key := bidKey(h.env.run.Run, b.shard, task, b.worker.spec.ID)
-	h.background(ctx, func() func() {
-		_, err := h.env.st.Txn(ctx, board.Txn{Then: []board.Op{board.DeleteOp(key)}})
-		if err != nil && ctx.Err() == nil {
-			h.env.log.Debug("withdrawing a claim request", "task", task, "err", err)
-		}
-		return nil
-	})
 }

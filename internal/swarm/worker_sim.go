@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/board"
+	"github.com/apiary-dev/apiary/internal/swarm/layout"
 )
 
 // SimExecutor stands in for an agent in benchmarks and tests: an attempt
@@ -31,7 +32,7 @@ func (s *SimExecutor) Execute(ctx context.Context, j *Job) (Outcome, error) {
 	}
 	d := s.Default
 	if j.WorkS > 0 {
-		d = secs(j.WorkS)
+		d = layout.Secs(j.WorkS)
 	}
 	select {
 	case <-ctx.Done():

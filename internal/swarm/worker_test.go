@@ -6,13 +6,18 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/apiary-dev/apiary/internal/attempt"
+	"github.com/apiary-dev/apiary/internal/swarm/layout"
+
 	"github.com/apiary-dev/apiary/internal/board"
 	"github.com/apiary-dev/apiary/internal/board/connect"
+	"github.com/apiary-dev/apiary/internal/capability"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/git"
 	"github.com/apiary-dev/apiary/internal/git/gittest"
@@ -41,7 +46,7 @@ esac
 // write one file at once, and a task that records its envelope.
 const swarmPlan = `version: 1
 agents:
-  sh: {kind: command, argv: [sh, "AGENT"], env: {FLAGS: "FLAGDIR"}}
+  sh: {kind: command, argv: [sh, "AGENT"], env: {FLAGS: "FLAGDIR"}, model: sh-model}
 tasks:
   - {id: a, objective: write a, agent: sh, write_scope: [a.txt], tags: [txt]}
   - {id: b, objective: write b, agent: sh, write_scope: [b.txt], deps: [a], tags: [txt]}
@@ -60,6 +65,10 @@ type swarmFixture struct {
 	plan  string
 	work  string
 	wg    sync.WaitGroup
+	// models, when set, is the workers' model access.
+	models attempt.ModelAccess
+	mu     sync.Mutex
+	execs  map[string]*GitExecutor // host -> its executor
 }
 
 func newSwarmFixture(t *testing.T) *swarmFixture {
@@ -84,7 +93,7 @@ func newSwarmFixture(t *testing.T) *swarmFixture {
 }
 
 // host starts a host on its own board client, as a separate process would.
-func (f *swarmFixture) host(t *testing.T, ctx context.Context, cfg HostConfig) {
+func (f *swarmFixture) host(t testing.TB, ctx context.Context, cfg HostConfig) {
 	t.Helper()
 	st, err := connect.Open(t.Context(), f.dsn, connect.Options{})
 	if err != nil {
@@ -93,7 +102,14 @@ func (f *swarmFixture) host(t *testing.T, ctx context.Context, cfg HostConfig) {
 	t.Cleanup(func() { st.Close() })
 	cfg.Store = st
 	if len(cfg.Workers) > 0 {
-		cfg.Exec = &GitExecutor{Dir: filepath.Join(f.work, cfg.Host), Git: git.Options{Env: append(os.Environ(), gittest.Env...)}, Store: st}
+		x := &GitExecutor{Dir: filepath.Join(f.work, cfg.Host), Git: git.Options{Env: append(os.Environ(), gittest.Env...)}, Store: st, Models: f.models}
+		cfg.Exec = x
+		f.mu.Lock()
+		if f.execs == nil {
+			f.execs = map[string]*GitExecutor{}
+		}
+		f.execs[cfg.Host] = x
+		f.mu.Unlock()
 	}
 	f.wg.Go(func() {
 		if err := RunHost(ctx, cfg); err != nil && ctx.Err() == nil {
@@ -108,13 +124,14 @@ func (f *swarmFixture) host(t *testing.T, ctx context.Context, cfg HostConfig) {
 // writes to one file make a conflict record whose hint awaits review and a
 // second attempt; the duplicate function is reported; the intents of the
 // colliding tasks overlap; the hot file and the utility index are
-// published; receipts are on disk and no worktree is left.
+// published; every attempt's spend names its profile and model; receipts
+// are on disk and no worktree is left.
 func TestSwarmGit(t *testing.T) {
 	t.Parallel()
 	f := newSwarmFixture(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	opts := Options{Shards: 2, IntentWaitS: 0.5, OfferAfterS: 5, OpenAfterS: 2, Merge: MergeOptions{HotTouches: 2}}
+	opts := layout.Options{Shards: 2, IntentWaitS: 0.5, OfferAfterS: 5, OpenAfterS: 2, Merge: layout.MergeOptions{HotTouches: 2}}
 	r, err := Publish(ctx, PublishConfig{Store: f.st, Repo: f.repo, PlanFile: "plan.yaml", PlanData: []byte(f.plan), Options: opts})
 	if err != nil {
 		t.Fatal(err)
@@ -122,11 +139,13 @@ func TestSwarmGit(t *testing.T) {
 	hctx, hcancel := context.WithCancel(ctx)
 	defer func() { hcancel(); f.wg.Wait() }()
 	mergeDir := filepath.Join(f.work, "merge")
-	f.host(t, hctx, HostConfig{Host: "h1", Run: r.Run, TTL: 3 * time.Second, Workers: []WorkerSpec{
+	// Host leases long enough that a loaded machine does not lapse one:
+	// an attempt put back for it would be one attempt too many below.
+	f.host(t, hctx, HostConfig{Host: "h1", Run: r.Run, TTL: 10 * time.Second, Workers: []WorkerSpec{
 		{ID: "w1", Skills: []string{"go"}, Profile: "sh"}, {ID: "w2", Skills: []string{"txt"}, Profile: "sh"}}})
-	f.host(t, hctx, HostConfig{Host: "h2", Run: r.Run, TTL: 3 * time.Second, Workers: []WorkerSpec{
+	f.host(t, hctx, HostConfig{Host: "h2", Run: r.Run, TTL: 10 * time.Second, Workers: []WorkerSpec{
 		{ID: "w3", Skills: []string{"txt", "go"}, Profile: "sh", Slots: 2}}})
-	f.host(t, hctx, HostConfig{Host: "m", Run: r.Run, TTL: 3 * time.Second, Merge: &MergeConfig{Dir: mergeDir, Git: git.Options{Env: append(os.Environ(), gittest.Env...)}}})
+	f.host(t, hctx, HostConfig{Host: "m", Run: r.Run, TTL: 10 * time.Second, Merge: &MergeConfig{Dir: mergeDir, Git: git.Options{Env: append(os.Environ(), gittest.Env...)}}})
 	rep, err := WaitRun(ctx, f.st, r.Run, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -168,11 +187,23 @@ func TestSwarmGit(t *testing.T) {
 	if rep.Task("e").Attempts+rep.Task("f").Attempts != 3 {
 		t.Errorf("attempts e=%d f=%d; want one of them redone once (e: %+v, f: %+v)", rep.Task("e").Attempts, rep.Task("f").Attempts, rep.Task("e"), rep.Task("f"))
 	}
+	// Every attempt's spend is recorded, naming the profile its worker ran
+	// it with and the model that (command) profile names.
+	for _, tr := range rep.Tasks {
+		if len(tr.Spent) != tr.Attempts {
+			t.Errorf("task %s: %d attempts, %d recorded: %+v", tr.ID, tr.Attempts, len(tr.Spent), tr.Spent)
+		}
+		for _, s := range tr.Spent {
+			if s.Profile != "sh" || s.Model != "sh-model" || s.Worker == "" {
+				t.Errorf("task %s: attempt %+v; want it run by a worker with sh (sh-model)", tr.ID, s)
+			}
+		}
+	}
 	if len(rep.Conflicts) != 1 || !strings.Contains(rep.Conflicts[0].Type, "overlap:") || len(rep.Hints) != 1 || rep.Hints[0].State != board.HintPending {
 		t.Errorf("conflicts %+v, hints %+v; want one overlap conflict with a pending hint", rep.Conflicts, rep.Hints)
 	}
 	// The duplicate function.
-	if len(rep.Duplicates) != 1 || rep.Duplicates[0].Kind != DupExact || rep.Duplicates[0].Func.Name != "SumAll" || rep.Duplicates[0].Of.Name != "Sum" {
+	if len(rep.Duplicates) != 1 || rep.Duplicates[0].Kind != layout.DupExact || rep.Duplicates[0].Func.Name != "SumAll" || rep.Duplicates[0].Of.Name != "Sum" {
 		t.Errorf("duplicates %+v; want SumAll as an exact duplicate of Sum", rep.Duplicates)
 	}
 	// g's envelope: references only, no hint (none approved).
@@ -206,11 +237,34 @@ func TestSwarmGit(t *testing.T) {
 	if rep.Merge == nil || rep.Merge.Integrated != len(r.Tasks) || rep.Merge.Conflicts != 1 {
 		t.Errorf("merge stats %+v", rep.Merge)
 	}
-	// Nothing left behind: the workers' worktrees are gone.
+	// Nothing left behind: while the hosts run, the only worktrees are
+	// their pools' idle ones (the attempts' went back to the pools, which
+	// lent them again); once they stop, those are gone too.
+	reused := 0
+	for _, h := range []string{"h1", "h2"} {
+		reused += f.execs[h].PoolStats().Reused
+		wts, err := git.New(filepath.Join(f.work, h, r.Run, "repo.git"), git.Options{}).Worktrees(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range wts[1:] {
+			if filepath.Base(filepath.Dir(w.Path)) != "pool" {
+				t.Errorf("%s: an attempt's worktree is left: %+v", h, w)
+			}
+		}
+	}
+	if reused == 0 {
+		t.Errorf("no attempt got a reused worktree from a pool")
+	}
+	hcancel()
+	f.wg.Wait()
 	for _, h := range []string{"h1", "h2"} {
 		wts, err := git.New(filepath.Join(f.work, h, r.Run, "repo.git"), git.Options{}).Worktrees(ctx)
 		if err != nil || len(wts) != 1 {
-			t.Errorf("%s: worktrees %+v, %v", h, wts, err)
+			t.Errorf("%s: worktrees after the host stopped %+v, %v", h, wts, err)
+		}
+		if _, err := os.Stat(filepath.Join(f.work, h, r.Run, "pool")); !os.IsNotExist(err) {
+			t.Errorf("%s: the pool directory is left (%v)", h, err)
 		}
 	}
 	if b := gittest.Git(t, f.repo.Dir(), "branch", "--list", "apiary/*"); b != "" {
@@ -246,7 +300,7 @@ func TestHintsReachEnvelopes(t *testing.T) {
 		}
 	}
 	plan := f.plan[:strings.Index(f.plan, "tasks:")] + "tasks:\n  - {id: g, objective: record, agent: sh, write_scope: [g-envelope.json]}\n"
-	r, err := Publish(ctx, PublishConfig{Store: f.st, Repo: f.repo, PlanFile: "plan.yaml", PlanData: []byte(plan), Options: Options{Shards: 1}})
+	r, err := Publish(ctx, PublishConfig{Store: f.st, Repo: f.repo, PlanFile: "plan.yaml", PlanData: []byte(plan), Options: layout.Options{Shards: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,5 +325,29 @@ func TestHintsReachEnvelopes(t *testing.T) {
 	}
 	if _, err := envelope.DecodeEnvelope([]byte(gittest.Show(t, f.repo, head, "g-envelope.json"))); err != nil {
 		t.Fatalf("the envelope a worker wrote does not validate: %v", err)
+	}
+	// The attempt carried a capability, minted with the worker's key,
+	// confined to g's write scope and bound to its claim's fencing token.
+	key, err := os.ReadFile(filepath.Join(f.work, "h", ".apiary", "cap.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := capability.Decode(env.Authority.Capability)
+	if err != nil {
+		t.Fatalf("g's capability %q: %v", env.Authority.Capability, err)
+	}
+	l := tok.Lineage()
+	if len(l) != 3 || l[0] != r.Run || l[1] != "g" || !strings.HasPrefix(l[2], "f") {
+		t.Fatalf("g's capability lineage %v", l)
+	}
+	fence, _ := strconv.ParseUint(l[2][1:], 10, 64)
+	if err := capability.Verify(key, tok, capability.Request{Now: time.Now(), Paths: []string{"g-envelope.json"}, Fence: fence}, nil); err != nil {
+		t.Errorf("g's capability does not verify for its own file: %v", err)
+	}
+	if err := capability.Verify(key, tok, capability.Request{Now: time.Now(), Paths: []string{"other.txt"}}, nil); err == nil {
+		t.Error("g's capability allows a file outside its write scope")
+	}
+	if err := capability.Verify(key, tok, capability.Request{Now: time.Now(), Fence: fence + 1}, nil); err == nil {
+		t.Error("g's capability passes under a newer fencing token")
 	}
 }

@@ -1,3 +1,5 @@
+//go:build unix
+
 package local
 
 import (
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/apiary-dev/apiary/internal/board"
+	"github.com/apiary-dev/apiary/internal/envtest"
 )
 
 // The crash tests run this test binary again as a child process (TestCrashChild
@@ -94,7 +97,7 @@ func runChild(t *testing.T, path, mode string, stop func(line string) bool) (las
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), crashEnv+"="+path, "BOARD_CRASH_MODE="+mode)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = envtest.ChildGroup()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()

@@ -1,3 +1,5 @@
+//go:build unix
+
 package e2e_test
 
 import (
@@ -97,7 +99,10 @@ func TestEtcdMultiProcess(t *testing.T) {
 		rep, err := swarm.LoadReport(t.Context(), st, runID)
 		if err == nil && rep.Totals.Done > 0 {
 			for _, tr := range rep.Tasks {
-				if tr.Status == "running" && workers[tr.Worker] != nil {
+				// Running with no outcome recorded: a task whose candidate
+				// waits for the merge role is running too, but with its
+				// token on the record, and killing its worker changes nothing.
+				if tr.Status == "running" && tr.Token == 0 && workers[tr.Worker] != nil {
 					victim, victimTask = tr.Worker, tr.ID
 					break
 				}
@@ -128,10 +133,17 @@ func TestEtcdMultiProcess(t *testing.T) {
 	if !rep.OK() || len(rep.Tasks) != e2eTasks {
 		t.Fatalf("run not OK: %+v", rep)
 	}
-	// The killed worker's task was finished by someone else.
+	// The killed worker's task was finished by someone else — unless its
+	// candidate had reached the remote before the kill (the board still
+	// said running), when the merge role integrated that one.
 	vt := rep.Task(victimTask)
-	if vt.Status != "done" || vt.Worker == victim || !slices.Contains(vt.Workers, victim) {
-		t.Errorf("task %s (killed with %s): %+v; want done by another worker after %s's attempt", victimTask, victim, vt, victim)
+	switch {
+	case vt.Status != "done" || !slices.Contains(vt.Workers, victim):
+		t.Errorf("task %s (killed with %s): %+v; want done after %s's attempt", victimTask, victim, vt, victim)
+	case vt.Worker == victim && vt.Integrated == "":
+		t.Errorf("task %s (killed with %s): %+v; done by the killed worker but never integrated", victimTask, victim, vt)
+	case vt.Worker == victim:
+		t.Logf("task %s: %s's candidate was pushed before the kill and integrated (%s)", victimTask, victim, vt.Integrated)
 	}
 	// The surviving workers exit on their own once the run has finished.
 	for id, w := range workers {

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package e2e_test runs swarm mode across processes: a real etcd cluster,
 // the apiary binary (built once in TestMain) as the publishing run, the
 // merge role and several `apiary worker` processes sharing a bare git
@@ -18,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apiary-dev/apiary/internal/envtest"
 )
 
 // apiaryBin is the binary TestMain built; "" when the build failed.
@@ -93,7 +97,7 @@ func start(t *testing.T, name, dir string, args ...string) *proc {
 	p.cmd = exec.Command(apiaryBin, args...)
 	p.cmd.Dir = dir
 	p.cmd.Env = append(os.Environ(), gitEnv...)
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p.cmd.SysProcAttr = envtest.ChildGroup()
 	opr, opw := io.Pipe()
 	epr, epw := io.Pipe()
 	p.cmd.Stdout, p.cmd.Stderr = opw, epw

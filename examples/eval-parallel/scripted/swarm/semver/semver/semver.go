@@ -1,0 +1,170 @@
+// Package semver parses and prints versions as Semantic Versioning 2.0.0
+// defines them: MAJOR.MINOR.PATCH, an optional pre-release after "-" and
+// optional build metadata after "+".
+package semver
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ErrSyntax is returned for a string that is not a semantic version.
+var ErrSyntax = errors.New("semver: invalid version")
+
+// Version is a parsed semantic version.
+type Version struct {
+	Major, Minor, Patch int
+	// Pre holds the dot-separated pre-release identifiers ("rc", "1" for
+	// -rc.1); nil for a release.
+	Pre []string
+	// Build is the build metadata without its "+"; "" for none.
+	Build string
+}
+
+// Parse parses s, with or without a leading "v".
+func Parse(s string) (Version, error) {
+	bad := func(why string) (Version, error) { return Version{}, fmt.Errorf("%w: %q: %s", ErrSyntax, s, why) }
+	rest := strings.TrimPrefix(s, "v")
+	var v Version
+	if i := strings.IndexByte(rest, '+'); i >= 0 {
+		v.Build, rest = rest[i+1:], rest[:i]
+		if !validIdents(v.Build, false) {
+			return bad("bad build metadata")
+		}
+	}
+	if i := strings.IndexByte(rest, '-'); i >= 0 {
+		pre := rest[i+1:]
+		rest = rest[:i]
+		if !validIdents(pre, true) {
+			return bad("bad pre-release")
+		}
+		v.Pre = strings.Split(pre, ".")
+	}
+	parts := strings.Split(rest, ".")
+	if len(parts) != 3 {
+		return bad("want MAJOR.MINOR.PATCH")
+	}
+	nums := []*int{&v.Major, &v.Minor, &v.Patch}
+	for i, p := range parts {
+		if !isNumeric(p) || (len(p) > 1 && p[0] == '0') {
+			return bad("version numbers are digits without leading zeros")
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return bad("version number too large")
+		}
+		*nums[i] = n
+	}
+	return v, nil
+}
+
+// String formats v canonically (without a leading "v").
+func (v Version) String() string {
+	s := fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch)
+	if len(v.Pre) > 0 {
+		s += "-" + strings.Join(v.Pre, ".")
+	}
+	if v.Build != "" {
+		s += "+" + v.Build
+	}
+	return s
+}
+
+// validIdents checks dot-separated identifiers of [0-9A-Za-z-]; in a
+// pre-release, numeric identifiers must not have leading zeros.
+func validIdents(s string, pre bool) bool {
+	if s == "" {
+		return false
+	}
+	for _, id := range strings.Split(s, ".") {
+		if id == "" {
+			return false
+		}
+		for _, r := range id {
+			if !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+				return false
+			}
+		}
+		if pre && isNumeric(id) && len(id) > 1 && id[0] == '0' {
+			return false
+		}
+	}
+	return true
+}
+
+// isNumeric reports whether s is one or more ASCII digits.
+func isNumeric(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Compare returns -1, 0 or +1 as a has lower, equal or higher precedence
+// than b (Semantic Versioning 2.0.0, item 11): major, minor and patch
+// numerically; a pre-release below the release it precedes; pre-release
+// identifiers left to right, numeric ones numerically and below
+// alphanumeric ones, which compare in ASCII order; a longer list of equal
+// leading identifiers is higher. Build metadata does not count.
+func Compare(a, b Version) int {
+	for _, d := range [][2]int{{a.Major, b.Major}, {a.Minor, b.Minor}, {a.Patch, b.Patch}} {
+		if c := cmpInt(d[0], d[1]); c != 0 {
+			return c
+		}
+	}
+	switch {
+	case len(a.Pre) == 0 && len(b.Pre) == 0:
+		return 0
+	case len(a.Pre) == 0:
+		return 1
+	case len(b.Pre) == 0:
+		return -1
+	}
+	for i := 0; i < len(a.Pre) && i < len(b.Pre); i++ {
+		if c := cmpIdent(a.Pre[i], b.Pre[i]); c != 0 {
+			return c
+		}
+	}
+	return cmpInt(len(a.Pre), len(b.Pre))
+}
+
+// Sort sorts vs in ascending precedence, keeping the order of versions of
+// equal precedence.
+func Sort(vs []Version) {
+	slices.SortStableFunc(vs, Compare)
+}
+
+func cmpIdent(x, y string) int {
+	xn, yn := isNumeric(x), isNumeric(y)
+	switch {
+	case xn && yn:
+		// Numeric identifiers have no leading zeros: a longer one is larger.
+		if c := cmpInt(len(x), len(y)); c != 0 {
+			return c
+		}
+		return strings.Compare(x, y)
+	case xn:
+		return -1
+	case yn:
+		return 1
+	}
+	return strings.Compare(x, y)
+}
+
+func cmpInt(x, y int) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}

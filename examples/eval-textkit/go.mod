@@ -1,6 +1,0 @@
-// This module only keeps the task set's Go files (the base repository,
-// the scripted agents' output and the hidden checks) out of apiary's own
-// module; nothing here is built from this directory.
-module example.com/textkit-evalset
-
-go 1.22

@@ -1,3 +1,0 @@
-module example.com/textkit
-
-go 1.22

@@ -1,2 +1,0 @@
-// Package textkit holds small text utilities.
-package textkit
