@@ -66,7 +66,22 @@ func (a *Gateway) Grant(ctx context.Context, ref attempt.TaskRef, b envelope.Bud
 	return attempt.Access{BaseURL: a.url, APIKey: secret, KeyID: k.ID}, nil
 }
 
+// keyIdleWait bounds how long Usage waits for a key's last requests to be
+// recorded; a request still served after it (an upstream that ignores the
+// abort) is in the ledger later but not in this usage.
+const keyIdleWait = 5 * time.Second
+
+// Usage is what keyID spent according to the ledger. It first waits (up
+// to keyIdleWait) until the gateway serves no request of the key, so a
+// stream cut by the attempt's end counts: the attempt calls it after its
+// agent exited and its key was revoked.
 func (a *Gateway) Usage(ctx context.Context, keyID string) (attempt.Usage, error) {
+	wctx, stop := context.WithTimeout(ctx, keyIdleWait)
+	werr := a.gw.WaitKeyIdle(wctx, keyID)
+	stop()
+	if werr != nil && ctx.Err() != nil {
+		return attempt.Usage{}, werr
+	}
 	if err := a.ledger.Flush(ctx); err != nil {
 		return attempt.Usage{}, err
 	}

@@ -194,6 +194,7 @@ type Gateway struct {
 	prices    *llmapi.PriceTable
 	keys      *keyring
 	flights   keyFlights // requests in flight by virtual key (no Authority)
+	keyLoad   keyLoad    // requests being served by virtual key (WaitKeyIdle)
 	budgets   *budgets
 	metrics   *metrics
 	proxy     *httputil.ReverseProxy

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -87,5 +88,62 @@ func TestRevokeKeyAbortsInFlight(t *testing.T) {
 	<-otherDone
 	if _, err := g.RevokeKey(t.Context(), "vk_nope"); err == nil {
 		t.Error("revoking an unknown key succeeded")
+	}
+}
+
+// TestWaitKeyIdleCountsCutStream revokes a key while its stream is being
+// read: WaitKeyIdle holds until the cut stream's row is recorded, so the
+// key's usage read after it counts what the stream sent.
+func TestWaitKeyIdleCountsCutStream(t *testing.T) {
+	t.Parallel()
+	_, upURL := fake(t, llmfake.Config{Output: llmfake.Output{TokensMean: 200}, Faults: llmfake.Faults{EventDelay: 100 * time.Millisecond}})
+	g := start(t, Config{Upstreams: []Upstream{{Name: "a", URL: upURL, APIKey: "real"}}, NoRetry: true})
+	secret, vk, err := CreateKey(t.Context(), g.DB, "streamer", 0, 0, 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.WaitKeyIdle(t.Context(), vk.ID); err != nil {
+		t.Fatalf("an unused key is not idle: %v", err)
+	}
+	body := `{"model": "claude-sonnet-4-5", "max_tokens": 400, "stream": true, "messages": [{"role": "user", "content": "Take your time."}]}`
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, g.URL+"/v1/messages", strings.NewReader(body))
+	req.Header.Set("anthropic-version", "2023-06-01")
+	req.Header.Set("x-api-key", secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// Read until text arrives: the stream has output to charge.
+	buf := make([]byte, 4096)
+	var got strings.Builder
+	for !strings.Contains(got.String(), "content_block_delta") {
+		n, err := resp.Body.Read(buf)
+		got.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("the stream ended before any text: %v\n%s", err, got.String())
+		}
+	}
+	short, stop := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	err = g.WaitKeyIdle(short, vk.ID)
+	stop()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitKeyIdle with a stream in flight: %v, want the deadline", err)
+	}
+	if _, err := g.RevokeKey(t.Context(), vk.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.WaitKeyIdle(t.Context(), vk.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Ledger.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	u, err := UsageOfKey(t.Context(), g.DB, vk.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Requests != 1 || u.OutputTokens <= 0 || u.MicroUSD <= 0 {
+		t.Errorf("usage of the revoked key right after WaitKeyIdle: %+v, want the cut stream's row with its output", u)
 	}
 }
