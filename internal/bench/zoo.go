@@ -53,6 +53,11 @@ type ZooResult struct {
 	// MaxTurnS bounds the longest pacing wait: a turn's whole time.
 	MaxTurnS   float64 `json:"max_turn_s"`
 	FirstError string  `json:"first_error,omitempty"`
+	// Windows are, for fixed windows, the requests the upstream admitted in
+	// each window from the one the run started in; BoundWindows are the
+	// oracle's. Where they part is where the run lost time to the bound.
+	Windows      []int64 `json:"windows,omitempty"`
+	BoundWindows []int64 `json:"bound_windows,omitempty"`
 }
 
 // RateLimitedShare is the upstream's 429s per successful request.
@@ -106,6 +111,9 @@ func RunZoo(ctx context.Context, o ZooOptions) ([]ZooResult, error) {
 				r := res[j.i]
 				fmt.Fprintf(o.Progress, "bench zoo: [%d/%d] seed %d %s (%s): %d/%d dead, wall %.1fs, bound %.1fs (×%.3f), %d 429s, fits %v\n",
 					n, len(jobs), j.seed, j.mode, r.Model, r.Dead, r.Agents, r.WallS, r.BoundS, r.Ratio, r.Upstream.RateLimited, r.Fits)
+				if r.Ratio > 1.1 && len(r.Windows) > 0 {
+					fmt.Fprintf(o.Progress, "bench zoo:   seed %d admitted per window %v, the oracle's %v\n", j.seed, r.Windows, r.BoundWindows)
+				}
 			}
 		}()
 	}
@@ -197,7 +205,11 @@ func runZooSeed(ctx context.Context, seed uint64, mode string, timeout time.Dura
 	res.Upstream = up.stats()
 
 	res.WallS = wall.Seconds()
-	res.BoundS = zooBound(m, up, start, res.Agents, res.Turns, res.Upstream.Admitted).Seconds()
+	bound, oracle := zooBound(m, up, start, res.Agents, res.Turns, res.Upstream.Admitted)
+	res.BoundS = bound.Seconds()
+	if m.Kind != "bucket" {
+		res.Windows, res.BoundWindows = up.windowCounts(start), perWindow(up.window(start), oracle)
+	}
 	if res.BoundS > 0 {
 		res.Ratio = res.WallS / res.BoundS
 	}
@@ -239,8 +251,9 @@ func newZooSeedParams(seed uint64, m ZooModel) ZooResult {
 // bucket holding a request) and fewer than the cap are in flight, each
 // taking the mean latency. Attempts the
 // upstream charged beyond the agents' turns (a cut stream's continuation)
-// are added to the agents in turn.
-func zooBound(m ZooModel, u *zooUpstream, start time.Time, agents, turns int, admitted int64) time.Duration {
+// are added to the agents in turn. It returns the bound and, for fixed
+// windows, the oracle's requests per window.
+func zooBound(m ZooModel, u *zooUpstream, start time.Time, agents, turns int, admitted int64) (time.Duration, map[int64]int64) {
 	extra := max(int(admitted)-agents*turns, 0)
 	left := make([]int, agents)
 	free := make([]time.Time, agents)
@@ -299,7 +312,22 @@ func zooBound(m ZooModel, u *zooUpstream, start time.Time, agents, turns int, ad
 			end = free[i]
 		}
 	}
-	return end.Sub(start)
+	return end.Sub(start), counts
+}
+
+// perWindow lists counts by window from first to the last window counted.
+func perWindow(first int64, counts map[int64]int64) []int64 {
+	var out []int64
+	for w, n := range counts {
+		if w < first {
+			continue
+		}
+		for int64(len(out)) <= w-first {
+			out = append(out, 0)
+		}
+		out[w-first] = n
+	}
+	return out
 }
 
 // agentTurn is one turn of a mock agent: one request, no retry. It fails on

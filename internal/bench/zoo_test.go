@@ -47,6 +47,16 @@ func TestZoo(t *testing.T) {
 	for _, r := range res {
 		ok += r.Requests
 		r429 += r.Upstream.RateLimited
+		if r.Model.Kind != "bucket" {
+			// The per-window counts account for every admitted request, the
+			// oracle's for every turn, and neither exceeds the limit.
+			if sum, most := sumMax(r.Windows); sum != r.Upstream.Admitted || most > r.Model.Limit {
+				t.Errorf("seed %d: windows %v: %d admitted (upstream says %d), limit %d", r.Model.Seed, r.Windows, sum, r.Upstream.Admitted, r.Model.Limit)
+			}
+			if sum, most := sumMax(r.BoundWindows); sum != max(r.Upstream.Admitted, int64(r.Agents*r.Turns)) || most > r.Model.Limit {
+				t.Errorf("seed %d: the oracle's windows %v for %d agents × %d turns (%d admitted), limit %d", r.Model.Seed, r.BoundWindows, r.Agents, r.Turns, r.Upstream.Admitted, r.Model.Limit)
+			}
+		}
 		if !r.Fits {
 			continue
 		}
@@ -60,6 +70,14 @@ func TestZoo(t *testing.T) {
 	if share := float64(r429) / float64(max(ok, 1)); share > 0.02 {
 		t.Errorf("upstream 429s: %d for %d requests (%.1f%%)", r429, ok, 100*share)
 	}
+}
+
+func sumMax(ns []int64) (sum, most int64) {
+	for _, n := range ns {
+		sum += n
+		most = max(most, n)
+	}
+	return sum, most
 }
 
 type testWriter struct{ t *testing.T }

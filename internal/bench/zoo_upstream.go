@@ -143,6 +143,14 @@ func (u *zooUpstream) stats() ZooStats {
 	return u.st
 }
 
+// windowCounts are the requests admitted per window, from the window
+// holding start.
+func (u *zooUpstream) windowCounts(start time.Time) []int64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return perWindow(u.window(start), u.counts)
+}
+
 func (u *zooUpstream) window(t time.Time) int64 {
 	return int64(math.Floor(float64(t.UnixNano()-int64(u.m.Phase)) / float64(u.m.Period)))
 }
