@@ -200,10 +200,12 @@ func predecodeCall(pm map[string]json.RawMessage) (params json.RawMessage, tok s
 		}
 		pm["arguments"] = json.RawMessage("{}")
 		predecoded.Store(tok, am)
+		callCancels.Store(tok, &callCancel{})
 	}
 	params, err = json.Marshal(pm)
 	if err != nil && tok != "" {
 		predecoded.Delete(tok)
+		callCancels.Delete(tok)
 	}
 	return params, tok, err
 }

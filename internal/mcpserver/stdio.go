@@ -248,6 +248,9 @@ func (c *lineConn) accept(m any, b *batch) bool {
 			if id, ok := cancelledID(req.Params); ok && c.pending[id] {
 				c.cancelled[id] = true
 				delete(c.pending, id)
+				if tok, ok := c.tokens[id]; ok {
+					cancelCall(tok) // before the next line is read
+				}
 				c.signal()
 			}
 		}
@@ -324,6 +327,7 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		delete(c.batches, resp.ID)
 		if tok, ok := c.tokens[resp.ID]; ok {
 			predecoded.Delete(tok) // answered without reaching the handler
+			callCancels.Delete(tok)
 			delete(c.tokens, resp.ID)
 		}
 		if b != nil {

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -169,17 +170,79 @@ func newToken() string {
 	return hex.EncodeToString(b)
 }
 
-// takeArgs returns the arguments the transport split for this call, if it
-// did.
-func takeArgs(meta map[string]any) (map[string]json.RawMessage, bool) {
+// takeArgs returns the arguments the transport split for this call, and
+// the call's token, if it did.
+func takeArgs(meta map[string]any) (map[string]json.RawMessage, string, bool) {
 	tok, ok := meta[metaArgsKey].(string)
 	if !ok {
-		return nil, false
+		return nil, "", false
 	}
 	v, ok := predecoded.LoadAndDelete(tok)
 	if !ok {
-		return nil, false
+		return nil, "", false
 	}
 	delete(meta, metaArgsKey)
-	return v.(map[string]json.RawMessage), true
+	return v.(map[string]json.RawMessage), tok, true
+}
+
+// callCancels ties a call the stdio transport split (by its token) to its
+// handler's context, so that a notifications/cancelled cancels the handler
+// as the transport reads it — before any message the client sent after it
+// — where the SDK would apply it later on a goroutine of its own. Entries
+// are removed by the handler, or by the transport when the request is
+// answered without reaching it.
+var callCancels sync.Map // token → *callCancel
+
+// callCancel is one call's cancellation, which may come before its handler
+// starts.
+type callCancel struct {
+	mu        sync.Mutex
+	cancelled bool
+	cancel    context.CancelFunc
+}
+
+// fire cancels the call: its handler's context now, or as it starts.
+func (c *callCancel) fire() {
+	c.mu.Lock()
+	c.cancelled = true
+	cancel := c.cancel
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// bind returns ctx, cancelled also when the call is (at once if it was
+// already).
+func (c *callCancel) bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	c.mu.Lock()
+	c.cancel = cancel
+	done := c.cancelled
+	c.mu.Unlock()
+	if done {
+		cancel()
+	}
+	return ctx, cancel
+}
+
+// bindCancel is bind for the call whose token is tok; without one it
+// returns ctx as it is.
+func bindCancel(ctx context.Context, tok string) (context.Context, func()) {
+	v, ok := callCancels.Load(tok)
+	if !ok {
+		return ctx, func() {}
+	}
+	ctx, cancel := v.(*callCancel).bind(ctx)
+	return ctx, func() {
+		cancel()
+		callCancels.Delete(tok)
+	}
+}
+
+// cancelCall fires the cancellation of the call whose token is tok.
+func cancelCall(tok string) {
+	if v, ok := callCancels.Load(tok); ok {
+		v.(*callCancel).fire()
+	}
 }

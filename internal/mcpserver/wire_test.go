@@ -61,10 +61,11 @@ func FuzzDecodeLine(f *testing.F) {
 			if tok == "" {
 				return
 			}
-			got, ok := takeArgs(p.Meta)
-			if !ok {
-				t.Fatalf("token %s not found", tok)
+			got, gotTok, ok := takeArgs(p.Meta)
+			if !ok || gotTok != tok {
+				t.Fatalf("token %s not found (%q)", tok, gotTok)
 			}
+			callCancels.Delete(tok)
 			var orig struct {
 				Params struct {
 					Arguments map[string]json.RawMessage `json:"arguments"`
