@@ -6,14 +6,12 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/apiary-dev/apiary/internal/attempt"
 	"github.com/apiary-dev/apiary/internal/envelope"
 	"github.com/apiary-dev/apiary/internal/eval"
-	"github.com/apiary-dev/apiary/internal/gateway"
+	"github.com/apiary-dev/apiary/internal/gateway/gatewaytest"
 	"github.com/apiary-dev/apiary/internal/llmfake"
 )
 
@@ -50,33 +48,16 @@ func TestEvalMeter(t *testing.T) {
 		}
 		return a
 	}
-	send := func(a attempt.Access, model string, maxTokens int) int {
-		body := `{"model":"` + model + `","max_tokens":` + strconv.Itoa(maxTokens) + `,"messages":[{"role":"user","content":"hello"}]}`
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, a.BaseURL+"/v1/messages", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("X-Api-Key", a.APIKey)
-		req.Header.Set("Anthropic-Version", "2023-06-01")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
 	a, b := grant("a"), grant("b")
-	if code := send(a, "claude-sonnet-4-5", 1000); code != http.StatusOK {
+	if code := sendMessage(t, a, "claude-sonnet-4-5", 1000); code != http.StatusOK {
 		t.Fatalf("a's first request: %d", code)
 	}
 	// b's key has a budget of its own to spare, but the arm has not: with
 	// a's spend, 2,990 more output tokens could take it past 3,000.
-	if code := send(b, "claude-sonnet-4-5", 2990); code != http.StatusPaymentRequired {
+	if code := sendMessage(t, b, "claude-sonnet-4-5", 2990); code != http.StatusPaymentRequired {
 		t.Fatalf("b's request past the arm's budget: %d, want 402", code)
 	}
-	if code := send(b, "mystery-model-1", 10); code != http.StatusOK {
+	if code := sendMessage(t, b, "mystery-model-1", 10); code != http.StatusOK {
 		t.Fatalf("b's small request: %d", code)
 	}
 	if n := srv.Stats().Total.Requests; n != 2 {
@@ -86,7 +67,7 @@ func TestEvalMeter(t *testing.T) {
 	if err := access.(attempt.AccessRevoker).Revoke(t.Context(), a.KeyID); err != nil {
 		t.Fatal(err)
 	}
-	if code := send(a, "claude-sonnet-4-5", 10); code != http.StatusUnauthorized {
+	if code := sendMessage(t, a, "claude-sonnet-4-5", 10); code != http.StatusUnauthorized {
 		t.Errorf("a revoked key: %d, want 401", code)
 	}
 	sp, err := m.Spend(t.Context())
@@ -113,46 +94,13 @@ func TestEvalMeter(t *testing.T) {
 	// The ledger: the arm's four requests, under its one agent but for
 	// the revoked key's, which the gateway could not tie to anyone.
 	var outcomes []string
-	for _, r := range readEvalLedger(t, filepath.Join(dir, "swarm", "gateway.db")) {
-		outcomes = append(outcomes, r.outcome)
-		if r.agent != "eval-swarm" && r.outcome != "rejected" {
-			t.Errorf("ledger row of agent %q: %+v", r.agent, r)
+	for _, r := range gatewaytest.Requests(t, filepath.Join(dir, "swarm", "gateway.db")) {
+		outcomes = append(outcomes, r.Outcome)
+		if r.Agent != "eval-swarm" && r.Outcome != "rejected" {
+			t.Errorf("ledger row of agent %q: %+v", r.Agent, r)
 		}
 	}
 	if !slices.Equal(outcomes, []string{"ok", "budget_exhausted", "ok", "rejected"}) {
 		t.Errorf("ledger outcomes %v", outcomes)
 	}
-}
-
-// ledgerRow is one request in a gateway's ledger.
-type ledgerRow struct {
-	agent, outcome, model string
-	tokens                int64
-}
-
-// readEvalLedger reads the ledger's requests in order, with plain SQL.
-func readEvalLedger(t *testing.T, path string) []ledgerRow {
-	t.Helper()
-	db, err := gateway.OpenDB(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rows, err := db.Query(`SELECT agent, outcome, model, input_tokens + output_tokens + cache_write_tokens + cache_read_tokens FROM gateway_requests ORDER BY id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []ledgerRow
-	for rows.Next() {
-		var r ledgerRow
-		if err := rows.Scan(&r.agent, &r.outcome, &r.model, &r.tokens); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

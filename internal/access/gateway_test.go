@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -61,24 +62,7 @@ func TestStartGateway(t *testing.T) {
 	if err != nil || a.BaseURL != gw.URL() || a.KeyID == "" || a.APIKey == "upstream-key" {
 		t.Fatalf("grant %+v %v", a, err)
 	}
-	send := func() int {
-		body := `{"model":"claude-sonnet-4-5","max_tokens":50,"messages":[{"role":"user","content":"hello"}]}`
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, a.BaseURL+"/v1/messages", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("X-Api-Key", a.APIKey)
-		req.Header.Set("Anthropic-Version", "2023-06-01")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	if code := send(); code != http.StatusOK {
+	if code := sendMessage(t, a, "claude-sonnet-4-5", 50); code != http.StatusOK {
 		t.Fatalf("request: %d", code)
 	}
 	if u, err := gw.Usage(t.Context(), a.KeyID); err != nil || !u.Known || u.InputTokens <= 0 || u.OutputTokens <= 0 {
@@ -91,7 +75,7 @@ func TestStartGateway(t *testing.T) {
 	if err := gw.Revoke(t.Context(), a.KeyID); err != nil {
 		t.Fatal(err)
 	}
-	if code := send(); code != http.StatusUnauthorized {
+	if code := sendMessage(t, a, "claude-sonnet-4-5", 50); code != http.StatusUnauthorized {
 		t.Errorf("a revoked key: %d", code)
 	}
 	if err := stop(); err != nil {
@@ -100,4 +84,25 @@ func TestStartGateway(t *testing.T) {
 	if _, err := http.Get(gw.URL() + "/v1/models"); err == nil {
 		t.Error("the gateway listens after stop")
 	}
+}
+
+// sendMessage sends one Messages request with a's key and returns the
+// status.
+func sendMessage(t *testing.T, a attempt.Access, model string, maxTokens int) int {
+	t.Helper()
+	body := `{"model":"` + model + `","max_tokens":` + strconv.Itoa(maxTokens) + `,"messages":[{"role":"user","content":"hello"}]}`
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, a.BaseURL+"/v1/messages", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Api-Key", a.APIKey)
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/apiary-dev/apiary/internal/envtest"
 	"github.com/apiary-dev/apiary/internal/eval"
-	"github.com/apiary-dev/apiary/internal/gateway"
+	"github.com/apiary-dev/apiary/internal/gateway/gatewaytest"
 )
 
 // runEval runs `apiary eval --json` and decodes its output.
@@ -91,38 +91,6 @@ func TestEvalCommandAgents(t *testing.T) {
 	}
 }
 
-// ledgerRow is one request of an arm's gateway ledger.
-type ledgerRow struct {
-	agent, outcome, model string
-	tokens                int64
-}
-
-func readEvalLedger(t *testing.T, path string) []ledgerRow {
-	t.Helper()
-	db, err := gateway.OpenDB(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rows, err := db.Query(`SELECT agent, outcome, model, input_tokens + output_tokens + cache_write_tokens + cache_read_tokens FROM gateway_requests ORDER BY id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []ledgerRow
-	for rows.Next() {
-		var r ledgerRow
-		if err := rows.Scan(&r.agent, &r.outcome, &r.model, &r.tokens); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // TestEvalScriptedClaudeThroughGateways: both arms are real Claude Code
 // processes, scripted through llmfake, each arm behind its own gateway.
 // Every model request of an arm is in that arm's ledger, under the arm's
@@ -148,17 +116,17 @@ func TestEvalScriptedClaudeThroughGateways(t *testing.T) {
 		for _, s := range steps {
 			turns += len(s) + 1
 		}
-		rows := readEvalLedger(t, filepath.Join(dir, string(a.Arm), "gateway.db"))
+		rows := gatewaytest.Requests(t, filepath.Join(dir, string(a.Arm), "gateway.db"))
 		var scripted int
 		var tokens int64
 		for _, r := range rows {
-			if r.agent != "eval-"+string(a.Arm) || r.outcome != "ok" {
+			if r.Agent != "eval-"+string(a.Arm) || r.Outcome != "ok" {
 				t.Errorf("%s ledger: %+v", a.Arm, r)
 			}
-			if r.model == "claude-sonnet-4-5" {
+			if r.Model == "claude-sonnet-4-5" {
 				scripted++
 			}
-			tokens += r.tokens
+			tokens += r.Tokens
 		}
 		if scripted != turns || a.Spend.Requests != len(rows) || a.Spend.Refused != 0 || a.Tokens != tokens || !a.CostKnown || a.USD <= 0 {
 			t.Errorf("%s: %d scripted requests in the ledger for %d turns; spend %+v, tokens %d (ledger %d), $%g",
@@ -193,19 +161,19 @@ func TestEvalBudgetStopsArm(t *testing.T) {
 		t.Fatalf("budget %+v", res.Inputs.Budget)
 	}
 	for _, a := range []eval.ArmResult{res.Single, res.Swarm} {
-		rows := readEvalLedger(t, filepath.Join(dir, string(a.Arm), "gateway.db"))
+		rows := gatewaytest.Requests(t, filepath.Join(dir, string(a.Arm), "gateway.db"))
 		var spent int64
 		sent, refused := 0, 0
 		for i, r := range rows {
-			if r.outcome == "budget_exhausted" {
+			if r.Outcome == "budget_exhausted" {
 				refused++
-				if r.tokens != 0 {
-					t.Errorf("%s: refused request %d carries %d tokens", a.Arm, i, r.tokens)
+				if r.Tokens != 0 {
+					t.Errorf("%s: refused request %d carries %d tokens", a.Arm, i, r.Tokens)
 				}
 				continue
 			}
 			sent++
-			if spent += r.tokens; spent > limit {
+			if spent += r.Tokens; spent > limit {
 				t.Errorf("%s: request %d takes the arm to %d tokens, past its budget of %d", a.Arm, i, spent, limit)
 			}
 		}
