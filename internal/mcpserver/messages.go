@@ -199,13 +199,11 @@ func predecodeCall(pm map[string]json.RawMessage) (params json.RawMessage, tok s
 			return nil, "", err
 		}
 		pm["arguments"] = json.RawMessage("{}")
-		predecoded.Store(tok, am)
-		callCancels.Store(tok, &callCancel{})
+		splitCalls.Store(tok, &splitCall{args: am})
 	}
 	params, err = json.Marshal(pm)
 	if err != nil && tok != "" {
-		predecoded.Delete(tok)
-		callCancels.Delete(tok)
+		splitCalls.Delete(tok)
 	}
 	return params, tok, err
 }

@@ -134,10 +134,9 @@ func handler(t tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a args
 		var perr *durable.Error
-		if m, tok, ok := takeArgs(req.Params.Meta); ok {
-			var unbind func()
-			ctx, unbind = bindCancel(ctx, tok)
-			defer unbind()
+		if m, cctx, end, ok := takeCall(ctx, req.Params.Meta); ok {
+			ctx = cctx
+			defer end()
 			a, perr = checkArgs(t.params, m)
 		} else {
 			a, perr = parseArgs(t.params, req.Params.Arguments)

@@ -326,8 +326,7 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		b = c.batches[resp.ID]
 		delete(c.batches, resp.ID)
 		if tok, ok := c.tokens[resp.ID]; ok {
-			predecoded.Delete(tok) // answered without reaching the handler
-			callCancels.Delete(tok)
+			splitCalls.Delete(tok) // answered (perhaps without reaching the handler)
 			delete(c.tokens, resp.ID)
 		}
 		if b != nil {

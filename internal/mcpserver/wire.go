@@ -159,10 +159,24 @@ func validUTF8(buf, s []byte) []byte {
 // decodes only the small rest of the params.
 const metaArgsKey = "dev.apiary/args"
 
-// predecoded holds split arguments from the transport until the handler
-// takes them, keyed by a random token. Entries are removed by the handler,
-// or by the transport when the request is answered without reaching it.
-var predecoded sync.Map // token → map[string]json.RawMessage
+// splitCalls are the tools/calls whose arguments the stdio transport
+// split, by a random token: the arguments until the handler takes them,
+// and the call's cancellation, so that a notifications/cancelled cancels
+// the handler as the transport reads it — before any message the client
+// sent after it — where the SDK would apply it later on a goroutine of its
+// own. Entries are removed when the handler ends, or by the transport when
+// the request is answered without reaching it.
+var splitCalls sync.Map // token → *splitCall
+
+// splitCall is one split tools/call. Its cancellation may come before its
+// handler starts.
+type splitCall struct {
+	mu        sync.Mutex
+	args      map[string]json.RawMessage
+	taken     bool // by the handler
+	cancelled bool
+	cancel    context.CancelFunc // the handler's, once it started
+}
 
 func newToken() string {
 	b := make([]byte, 16)
@@ -170,79 +184,50 @@ func newToken() string {
 	return hex.EncodeToString(b)
 }
 
-// takeArgs returns the arguments the transport split for this call, and
-// the call's token, if it did.
-func takeArgs(meta map[string]any) (map[string]json.RawMessage, string, bool) {
+// takeCall returns the arguments the transport split for this call, if it
+// did, with ctx bound to the call's cancellation (cancelled at once if the
+// client cancelled already) and the function that ends the call.
+func takeCall(ctx context.Context, meta map[string]any) (map[string]json.RawMessage, context.Context, func(), bool) {
 	tok, ok := meta[metaArgsKey].(string)
 	if !ok {
-		return nil, "", false
+		return nil, ctx, nil, false
 	}
-	v, ok := predecoded.LoadAndDelete(tok)
+	v, ok := splitCalls.Load(tok)
 	if !ok {
-		return nil, "", false
+		return nil, ctx, nil, false
+	}
+	c := v.(*splitCall)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.taken {
+		return nil, ctx, nil, false
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	args := c.args
+	c.args, c.taken, c.cancel = nil, true, cancel
+	if c.cancelled {
+		cancel()
 	}
 	delete(meta, metaArgsKey)
-	return v.(map[string]json.RawMessage), tok, true
+	return args, ctx, func() {
+		cancel()
+		splitCalls.Delete(tok)
+	}, true
 }
 
-// callCancels ties a call the stdio transport split (by its token) to its
-// handler's context, so that a notifications/cancelled cancels the handler
-// as the transport reads it — before any message the client sent after it
-// — where the SDK would apply it later on a goroutine of its own. Entries
-// are removed by the handler, or by the transport when the request is
-// answered without reaching it.
-var callCancels sync.Map // token → *callCancel
-
-// callCancel is one call's cancellation, which may come before its handler
-// starts.
-type callCancel struct {
-	mu        sync.Mutex
-	cancelled bool
-	cancel    context.CancelFunc
-}
-
-// fire cancels the call: its handler's context now, or as it starts.
-func (c *callCancel) fire() {
+// cancelCall cancels the split call whose token is tok: its handler's
+// context now, or as the handler starts.
+func cancelCall(tok string) {
+	v, ok := splitCalls.Load(tok)
+	if !ok {
+		return
+	}
+	c := v.(*splitCall)
 	c.mu.Lock()
 	c.cancelled = true
 	cancel := c.cancel
 	c.mu.Unlock()
 	if cancel != nil {
 		cancel()
-	}
-}
-
-// bind returns ctx, cancelled also when the call is (at once if it was
-// already).
-func (c *callCancel) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
-	c.mu.Lock()
-	c.cancel = cancel
-	done := c.cancelled
-	c.mu.Unlock()
-	if done {
-		cancel()
-	}
-	return ctx, cancel
-}
-
-// bindCancel is bind for the call whose token is tok; without one it
-// returns ctx as it is.
-func bindCancel(ctx context.Context, tok string) (context.Context, func()) {
-	v, ok := callCancels.Load(tok)
-	if !ok {
-		return ctx, func() {}
-	}
-	ctx, cancel := v.(*callCancel).bind(ctx)
-	return ctx, func() {
-		cancel()
-		callCancels.Delete(tok)
-	}
-}
-
-// cancelCall fires the cancellation of the call whose token is tok.
-func cancelCall(tok string) {
-	if v, ok := callCancels.Load(tok); ok {
-		v.(*callCancel).fire()
 	}
 }

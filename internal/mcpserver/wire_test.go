@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -61,11 +62,11 @@ func FuzzDecodeLine(f *testing.F) {
 			if tok == "" {
 				return
 			}
-			got, gotTok, ok := takeArgs(p.Meta)
-			if !ok || gotTok != tok {
-				t.Fatalf("token %s not found (%q)", tok, gotTok)
+			got, _, end, ok := takeCall(context.Background(), p.Meta)
+			if !ok {
+				t.Fatalf("token %s not found", tok)
 			}
-			callCancels.Delete(tok)
+			end()
 			var orig struct {
 				Params struct {
 					Arguments map[string]json.RawMessage `json:"arguments"`
