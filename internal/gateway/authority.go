@@ -126,15 +126,14 @@ func (g *Gateway) authorize(r *http.Request, id *identity, up *upstream) (contex
 	text := r.Header.Get(HeaderCapability)
 	r.Header.Del(HeaderCapability)
 	if a == nil {
-		if id.vkey == nil {
+		if id.flight == nil {
 			return r.Context(), func() {}, nil
 		}
-		// Tracked by key, so that revoking the key aborts it (RevokeKey).
+		// Armed, so that revoking the key aborts it (RevokeKey).
 		ctx, cancel := context.WithCancelCause(r.Context())
-		f := &flight{keyID: id.keyID, cancel: cancel}
-		g.flights.add(f)
+		g.flights.arm(id.flight, cancel)
 		return ctx, func() {
-			g.flights.remove(f)
+			g.flights.arm(id.flight, nil)
 			cancel(nil)
 		}, nil
 	}
@@ -193,41 +192,6 @@ func (g *Gateway) spendOf(id *identity) capability.Spend {
 		s.Tokens = st.Spent + st.Reserved
 	}
 	return s
-}
-
-// keyFlights are the requests in flight that present a virtual key, when
-// the gateway has no Authority (which tracks its own).
-type keyFlights struct {
-	mu sync.Mutex
-	m  map[*flight]struct{}
-}
-
-func (k *keyFlights) add(f *flight) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.m == nil {
-		k.m = map[*flight]struct{}{}
-	}
-	k.m[f] = struct{}{}
-}
-
-func (k *keyFlights) remove(f *flight) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	delete(k.m, f)
-}
-
-func (k *keyFlights) abort(keyID string) int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	n := 0
-	for f := range k.m {
-		if f.keyID == keyID {
-			f.cancel(ErrAborted)
-			n++
-		}
-	}
-	return n
 }
 
 // RevokeKey revokes virtual key id for good: requests presenting it are

@@ -193,8 +193,7 @@ type Gateway struct {
 	byName    map[string]*upstream
 	prices    *llmapi.PriceTable
 	keys      *keyring
-	flights   keyFlights // requests in flight by virtual key (no Authority)
-	keyLoad   keyLoad    // requests being served by virtual key (WaitKeyIdle)
+	flights   keyFlights // requests being served by virtual key
 	budgets   *budgets
 	metrics   *metrics
 	proxy     *httputil.ReverseProxy

@@ -19,6 +19,9 @@ type identity struct {
 	// virtual key can be replaced by the real key in the same place.
 	keyHeader string
 	keyQuery  bool
+	// flight is the request's entry among the key's flights (nil without
+	// a virtual key).
+	flight *flight
 }
 
 // presentedKey finds the credential a client sent, in any provider's style.

@@ -120,8 +120,8 @@ func (g *Gateway) serveProxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if id.vkey != nil {
-		g.keyLoad.enter(id.keyID)
-		defer g.keyLoad.leave(id.keyID) // after every record below
+		id.flight = g.flights.enter(id.keyID)
+		defer g.flights.leave(id.flight) // after every record below
 	}
 	if id.vkey != nil && up.apiKey == "" {
 		reject(http.StatusInternalServerError, llmapi.KindAPI, fmt.Sprintf("apiary gateway: upstream %s has no real API key configured, so virtual keys cannot be used with it", up.name), "rejected", id)

@@ -59,8 +59,8 @@ func (g *Gateway) serveUpgrade(w http.ResponseWriter, r *http.Request, up *upstr
 	}
 	c.id = id
 	if id.vkey != nil {
-		g.keyLoad.enter(id.keyID)
-		defer g.keyLoad.leave(id.keyID) // after the session's last record
+		id.flight = g.flights.enter(id.keyID)
+		defer g.flights.leave(id.flight) // after the session's last record
 	}
 	if id.vkey != nil && up.apiKey == "" {
 		g.answer(w, prov, ep, http.StatusInternalServerError, llmapi.KindAPI, "apiary gateway: upstream "+up.name+" has no real API key configured, so virtual keys cannot be used with it", 0, false)
