@@ -18,12 +18,19 @@ import (
 // directory.
 var ErrPoolBusy = errors.New("git: worktree pool directory in use")
 
+// poolBusyGrace is how long opening a pool waits for a busy directory's
+// lock before failing with ErrPoolBusy. A killed pool's lock can outlive
+// its process by a moment: a child it was starting holds a copy of the
+// lock until that child's exec closes it.
+const poolBusyGrace = 2 * time.Second
+
 // PoolOptions configure a WorktreePool. Only Dir is required.
 type PoolOptions struct {
 	// Dir holds the pool's worktrees; it is created if missing. The pool owns
-	// it: a second pool on the same Dir fails with ErrPoolBusy while the
-	// first is open, and worktrees a dead pool left there are removed when
-	// the next one opens (their state is unknown).
+	// it: a second pool on the same Dir fails with ErrPoolBusy (after up to
+	// poolBusyGrace of retries) while the first is open, and worktrees a dead
+	// pool left there are removed when the next one opens (their state is
+	// unknown).
 	Dir string
 	// Size is how many idle worktrees the pool keeps for reuse; default 4. A
 	// release beyond it removes the least recently used idle worktree. It
@@ -157,6 +164,23 @@ type slot struct {
 	used      time.Time
 }
 
+// lockDirWaiting is lockDir, retried while the directory is busy for up
+// to poolBusyGrace or until ctx ends.
+func lockDirWaiting(ctx context.Context, dir string) (*os.File, error) {
+	deadline := time.Now().Add(poolBusyGrace)
+	for {
+		lock, err := lockDir(dir)
+		if !errors.Is(err, ErrPoolBusy) || !time.Now().Before(deadline) {
+			return lock, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
 // NewWorktreePool opens a pool of worktrees of repo (its main worktree or
 // any linked one) in opt.Dir.
 func NewWorktreePool(ctx context.Context, repo *Repo, opt PoolOptions) (*WorktreePool, error) {
@@ -179,7 +203,7 @@ func NewWorktreePool(ctx context.Context, repo *Repo, opt PoolOptions) (*Worktre
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, err
 	}
-	lock, err := lockDir(dir)
+	lock, err := lockDirWaiting(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
