@@ -21,11 +21,14 @@ type PacerConfig struct {
 	// 200 ms).
 	ProbeWidth time.Duration
 	// FirstWindow is how many requests go before the server's first answer
-	// (default 4; negative: no limit). Until an answer says what the
+	// (default 12; negative: no limit). Until an answer says what the
 	// server allows, a first burst larger than its limit would be refused
 	// beyond it; the others wait for that answer, or for FirstWait
 	// (default 2 s) if it is slow to come. Only a Pacer with nothing
-	// configured holds its first requests.
+	// configured holds its first requests. Holding costs the held the end
+	// of the window the run starts in when less than a round trip of it
+	// is left; sending costs a 429 for each request of the burst over the
+	// limit (see docs/benchmarks.md, the upstream zoo, for both measured).
 	FirstWindow int
 	FirstWait   time.Duration
 	// Now is the clock; nil means time.Now.
@@ -113,7 +116,7 @@ func NewPacer(cfg PacerConfig) *Pacer {
 		cfg.ProbeWidth = 200 * time.Millisecond
 	}
 	if cfg.FirstWindow == 0 {
-		cfg.FirstWindow = 4
+		cfg.FirstWindow = 12
 	}
 	if cfg.FirstWait <= 0 {
 		cfg.FirstWait = 2 * time.Second
@@ -124,6 +127,7 @@ func NewPacer(cfg PacerConfig) *Pacer {
 		p.now = time.Now
 	}
 	p.d[Requests].configure(cfg.Requests)
+	p.d[Requests].exact = true
 	p.d[InputTokens].configure(cfg.Input)
 	p.d[OutputTokens].configure(cfg.Output)
 	p.d[TotalTokens].configure(cfg.Total)

@@ -356,7 +356,7 @@ func TestPacerFirstWindow(t *testing.T) {
 		first int
 		want  func(r429 int) bool
 	}{
-		{"held", 0, func(n int) bool { return n == 0 }},
+		{"held", 4, func(n int) bool { return n == 0 }},
 		{"not held", -1, func(n int) bool { return n >= 6 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -411,4 +411,85 @@ func TestPacerFirstWindowWait(t *testing.T) {
 			t.Errorf("released after %v, want the first window's 3 s", d)
 		}
 	})
+}
+
+// A count a server reports above the requests answered in the window
+// includes requests still in flight: the pacer counts those once, not once
+// in the count and again as in flight. Whether the server wrote its figures
+// as the answered request arrived (counting only the requests before it) or
+// as it answered (counting the ones that arrived meanwhile), the pacer
+// fills the window and never sends more than the limit.
+func TestPacerCountsInFlightOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// used is the count the first answer reports, of the four first
+		// requests (4: all of them; 1: itself only).
+		used int64
+		// granted is how many held requests the first answer releases;
+		// then how many the second answer's count (one more, a released
+		// one arrived) leaves room for.
+		granted, more int
+	}{
+		{"counted as it answered", 4, 2, 0},
+		{"counted as it arrived", 1, 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				const limit = 6
+				p := NewPacer(PacerConfig{FirstWindow: 4})
+				defer p.Close()
+				unknown := Observation{Limit: -1, Remaining: -1}
+				end := time.Now().Add(300 * time.Millisecond)
+				obs := func(used int64) [4]Observation {
+					o := Observation{Limit: limit, Remaining: limit - used, Reset: end, Precision: time.Millisecond}
+					return [4]Observation{o, unknown, unknown, unknown}
+				}
+				var first []*Grant
+				for range 4 {
+					g, err := p.Wait(context.Background(), Ask{Agent: "a", Cost: Cost{Requests: 1}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					g.Sent(time.Now())
+					first = append(first, g)
+				}
+				granted := make(chan *Grant, 8)
+				for i := range 4 {
+					go func() {
+						g, err := p.Wait(context.Background(), Ask{Agent: fmt.Sprint("held", i), Cost: Cost{Requests: 1}})
+						if err == nil {
+							granted <- g
+						}
+					}()
+				}
+				synctest.Wait()
+				if len(granted) != 0 {
+					t.Fatalf("%d granted before the first answer, want the first window's 4 only", len(granted))
+				}
+				time.Sleep(100 * time.Millisecond)
+				first[0].Answer(time.Now(), obs(tc.used), true)
+				synctest.Wait()
+				if n := len(granted); n != tc.granted {
+					t.Fatalf("the first answer (count %d, 3 in flight) released %d, want %d", tc.used, n, tc.granted)
+				}
+				// The second answer counts all four and a released one.
+				first[1].Answer(time.Now(), obs(5), true)
+				synctest.Wait()
+				if n := len(granted) - tc.granted; n != tc.more {
+					t.Fatalf("the second answer (count 5) released %d more, want %d", n, tc.more)
+				}
+				// What is out never exceeds the limit: 4 first and the released.
+				if out := 4 + len(granted); out > limit {
+					t.Errorf("%d sent in a window of %d", out, limit)
+				}
+				time.Sleep(time.Second) // the window ends; the rest go
+				synctest.Wait()
+				if n := len(granted); n != 4 {
+					t.Errorf("%d of the 4 held granted after the window ended", n)
+				}
+			})
+		})
+	}
 }

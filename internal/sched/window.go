@@ -72,7 +72,13 @@ const assumedPeriod = time.Minute
 // The count in the current window is the highest count any answer from it
 // reported (limit less remaining) plus every request granted and not yet
 // answered: the highest count includes every answered request counted
-// before it, and those not answered may or may not be counted yet.
+// before it, and those not answered may or may not be counted yet. For
+// requests (which the server counts one each, as we do) the count is
+// tighter: a reported count above the requests answered in the window must
+// include requests still in flight, so those are not counted twice. (Were
+// other clients sending on the same account, their requests would be
+// taken for ours; the error is at most what is in flight, and the server's
+// 429 corrects it.)
 type window struct {
 	conf    float64       // configured limit; 0: none
 	confPer time.Duration // configured period
@@ -86,6 +92,9 @@ type window struct {
 	prec     time.Duration // of ref
 	seen     float64       // highest count reported in the current window
 	inflight float64       // granted, not answered
+	exact    bool          // the server counts requests as we do (see est)
+	answered float64       // answers in the current window, for exact
+	prevAns  float64       // answered, in the window before
 	probed   bool          // a probe went in the current window
 	own      bool          // ref is our own clock (configured, no headers yet)
 
@@ -131,7 +140,24 @@ func (w *window) est() float64 {
 	if w.bucket {
 		return w.limit - w.level(w.nowHint) + w.inflight
 	}
-	return w.seen + w.inflight
+	return w.seen + w.inflight - w.countedInFlight()
+}
+
+// countedInFlight is how many of the requests in flight the highest
+// reported count must include: it counts at most the requests answered in
+// the window, and the rest of it are requests not answered yet.
+func (w *window) countedInFlight() float64 {
+	if !w.exact {
+		return 0
+	}
+	return min(w.inflight, max(w.seen-w.answered, 0))
+}
+
+// next starts the count of the window after the current one.
+func (w *window) next() {
+	w.n++
+	w.seen, w.probed = 0, false
+	w.prevAns, w.answered = w.answered, 0
 }
 
 // level is a bucket's least level at t.
@@ -178,15 +204,13 @@ func (w *window) roll(now time.Time) {
 		} else {
 			w.ref = time.Time{}
 		}
-		w.n++
-		w.seen, w.probed = 0, false
+		w.next()
 		return
 	}
 	if w.ref.IsZero() && w.seen > 0 && w.inflight <= 0 && !w.lastObs.IsZero() && now.Sub(w.lastObs) >= w.stalePeriod() {
 		// Full figures without a reset, and nothing in flight to bring
 		// new ones: after a period they are stale.
-		w.n++
-		w.seen, w.probed = 0, false
+		w.next()
 	}
 }
 
@@ -235,6 +259,10 @@ func (w *window) start(now time.Time) {
 // request when it has no figures to say so.
 func (w *window) answer(n float64, gwin int64, o Observation, sent, recv time.Time, counted bool) {
 	w.inflight = max(w.inflight-n, 0)
+	// Every answer counts as one the current window may hold (whether the
+	// server charged it or not, and in whichever window): more answers
+	// only make countedInFlight smaller.
+	defer func() { w.answered += n }()
 	known := o.Limit > 0 || o.Remaining >= 0
 	if !known {
 		if w.own && counted && gwin == w.n {
@@ -299,8 +327,7 @@ func (w *window) answer(n float64, gwin int64, o Observation, sent, recv time.Ti
 			// The window we were in has ended: the first answer from the
 			// next one says so.
 			w.prevRef, w.prevLo, w.prevHi, w.prevAbs = w.ref, w.lo, w.hi, w.abs
-			w.n++
-			w.probed = false
+			w.next()
 		}
 		if !w.prevRef.IsZero() {
 			w.evidenceAfterPrev(recv)
@@ -320,6 +347,7 @@ func (w *window) answer(n float64, gwin int64, o Observation, sent, recv time.Ti
 		// it ends after this request arrived.
 		w.ref, w.lo, w.hi, w.abs = w.prevRef, w.prevLo, w.prevHi, w.prevAbs
 		w.prevRef = time.Time{}
+		w.answered += w.prevAns
 		w.evidenceBefore(sent)
 		if used >= 0 {
 			w.seen = max(w.seen, used)
