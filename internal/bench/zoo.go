@@ -28,7 +28,11 @@ type ZooOptions struct {
 	// and gateway.
 	Parallel int
 	// Direct runs the agents against the upstream itself, for comparison.
-	Direct   bool
+	Direct bool
+	// Lead, in (0, 1), starts every seed's agents this far through a
+	// window instead of at the seed's own lead (0: the seed's own), to
+	// sweep the length of the first window.
+	Lead     float64
 	Progress io.Writer
 	// Logger receives the gateways' logs (nil: discarded).
 	Logger *slog.Logger
@@ -105,7 +109,7 @@ func RunZoo(ctx context.Context, o ZooOptions) ([]ZooResult, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res[j.i], errs[j.i] = runZooSeed(ctx, j.seed, j.mode, o.Timeout, o.Logger)
+			res[j.i], errs[j.i] = runZooSeed(ctx, j.seed, j.mode, o.Lead, o.Timeout, o.Logger)
 			n := done.Add(1)
 			if o.Progress != nil {
 				r := res[j.i]
@@ -126,8 +130,11 @@ func RunZoo(ctx context.Context, o ZooOptions) ([]ZooResult, error) {
 	return res, ctx.Err()
 }
 
-func runZooSeed(ctx context.Context, seed uint64, mode string, timeout time.Duration, logger *slog.Logger) (ZooResult, error) {
+func runZooSeed(ctx context.Context, seed uint64, mode string, lead float64, timeout time.Duration, logger *slog.Logger) (ZooResult, error) {
 	m := NewZooModel(seed)
+	if lead > 0 && lead < 1 {
+		m.Lead = time.Duration(lead * float64(m.Period))
+	}
 	res := newZooSeedParams(seed, m)
 	res.Mode = mode
 	res.Fits = time.Duration(math.Ceil(float64(res.Agents)/float64(m.Limit)))*m.Period+2*m.Latency+time.Second < timeout
@@ -177,6 +184,8 @@ func runZooSeed(ctx context.Context, seed uint64, mode string, timeout time.Dura
 		ok       atomic.Int64
 	)
 	start := time.Now()
+	up.anchor(start)
+	res.Model.Phase = up.m.Phase
 	for a := range res.Agents {
 		wg.Go(func() {
 			tr := &http.Transport{MaxIdleConnsPerHost: 1, DisableCompression: true, ResponseHeaderTimeout: timeout}

@@ -86,3 +86,23 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
 }
+
+// A seed's first window is as long on every run: the upstream's windows are
+// placed at the run's start by the seed's lead, whenever the run starts.
+func TestZooLead(t *testing.T) {
+	t.Parallel()
+	for _, s := range []uint64{1, 2, 3, 12, 34} {
+		m := NewZooModel(s)
+		if m.Lead < 0 || m.Lead >= m.Period {
+			t.Fatalf("seed %d: lead %v outside its period %v", s, m.Lead, m.Period)
+		}
+		for _, start := range []time.Time{time.Unix(1_800_000_000, 123_456_789), time.Unix(1_800_000_007, 999_000_000)} {
+			u := newZooUpstream(m)
+			u.anchor(start)
+			if left := u.windowEnd(u.window(start)).Sub(start); left != m.Period-m.Lead {
+				t.Errorf("seed %d started at %v: %v of the first window left, want %v (period %v, lead %v)",
+					s, start, left, m.Period-m.Lead, m.Period, m.Lead)
+			}
+		}
+	}
+}

@@ -22,13 +22,17 @@ import (
 type ZooModel struct {
 	Seed   uint64 `json:"seed"`
 	Format string `json:"format"` // anthropic or openai
-	// Kind is window (fixed windows of Period, starting at Phase past the
-	// Unix epoch) or bucket (a continuous bucket that refills Limit per
-	// Period).
+	// Kind is window (fixed windows of Period) or bucket (a continuous
+	// bucket that refills Limit per Period).
 	Kind   string        `json:"kind"`
 	Period time.Duration `json:"period_ns"`
-	Phase  time.Duration `json:"phase_ns"`
-	Limit  int64         `json:"limit"`
+	// Lead (fixed windows) is how long the window the agents start in
+	// has been open when they start, so that a seed's first window is as
+	// long on every run; Phase is where that puts the windows past the
+	// Unix epoch, set as the run starts.
+	Lead  time.Duration `json:"lead_ns"`
+	Phase time.Duration `json:"phase_ns"`
+	Limit int64         `json:"limit"`
 	// TokenLimit is a per-period token limit, reported but rarely binding.
 	TokenLimit int64 `json:"token_limit"`
 	// Resets: truncated, ceil (rounded up) or millis for Anthropic's RFC
@@ -71,7 +75,7 @@ func NewZooModel(seed uint64) ZooModel {
 			10 * time.Second, 15 * time.Second, 20 * time.Second, 30 * time.Second, 45 * time.Second, time.Minute, 90 * time.Second, 2 * time.Minute}
 		m.Period = periods[r.IntN(len(periods))]
 	}
-	m.Phase = time.Duration(r.Int64N(int64(m.Period)))
+	m.Lead = time.Duration(r.Int64N(int64(m.Period)))
 	m.Limit = int64(3 + r.IntN(28))
 	m.TokenLimit = m.Limit * int64(2000+r.IntN(4000))
 	if m.Format == "anthropic" {
@@ -135,6 +139,15 @@ type zooUpstream struct {
 
 func newZooUpstream(m ZooModel) *zooUpstream {
 	return &zooUpstream{m: m, rnd: rand.New(rand.NewPCG(m.Seed, 0x201)), counts: map[int64]int64{}, tokens: map[int64]int64{}, level: float64(m.Limit)}
+}
+
+// anchor places the windows so that the one holding start has been open
+// for the model's Lead.
+func (u *zooUpstream) anchor(start time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	p := int64(u.m.Period)
+	u.m.Phase = time.Duration(((start.UnixNano()-int64(u.m.Lead))%p + p) % p)
 }
 
 func (u *zooUpstream) stats() ZooStats {

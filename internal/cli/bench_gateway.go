@@ -64,12 +64,13 @@ the bound, every turn shorter than the timeout, 429s ≤ 2 % of requests.`,
 			zooSeeds := fs.String("zoo-seeds", "", "run the zoo on these comma-separated `SEEDS` instead of 1..N")
 			zooTimeout := fs.Duration("zoo-timeout", time.Minute, "the zoo agents' read `TIMEOUT`")
 			zooParallel := fs.Int("zoo-parallel", 8, "`N` zoo seeds at once")
+			zooLead := fs.Float64("zoo-lead", 0, "start each seed's agents `FRACTION` (0 to 1) through a window instead of at the seed's own lead")
 			return func(ctx context.Context, e *env, args []string) error {
 				if err := noArgs(args); err != nil {
 					return err
 				}
 				if *zoo > 0 || *zooSeeds != "" {
-					return runZooCommand(ctx, e, *zoo, *zooSeeds, *zooTimeout, *zooParallel, !*noDirect, *asJSON)
+					return runZooCommand(ctx, e, *zoo, *zooSeeds, zooRun{*zooTimeout, *zooParallel, *zooLead, !*noDirect}, *asJSON)
 				}
 				scs, err := selectScenarios(*names)
 				if err != nil {
@@ -120,7 +121,15 @@ func selectScenarios(names string) ([]bench.Scenario, error) {
 	return out, nil
 }
 
-func runZooCommand(ctx context.Context, e *env, n int, list string, timeout time.Duration, parallel int, direct, asJSON bool) error {
+// zooRun is how the zoo's seeds are run.
+type zooRun struct {
+	timeout  time.Duration
+	parallel int
+	lead     float64
+	direct   bool
+}
+
+func runZooCommand(ctx context.Context, e *env, n int, list string, o zooRun, asJSON bool) error {
 	var seeds []uint64
 	if list != "" {
 		for _, f := range strings.Split(list, ",") {
@@ -135,14 +144,18 @@ func runZooCommand(ctx context.Context, e *env, n int, list string, timeout time
 			seeds = append(seeds, uint64(i))
 		}
 	}
-	if timeout <= 0 || parallel < 1 {
+	if o.timeout <= 0 || o.parallel < 1 {
 		return usagef("--zoo-timeout and --zoo-parallel must be positive")
 	}
-	res, err := bench.RunZoo(ctx, bench.ZooOptions{Seeds: seeds, Timeout: timeout, Parallel: parallel, Direct: direct, Progress: e.Stderr})
+	if o.lead < 0 || o.lead >= 1 {
+		return usagef("--zoo-lead %v: want a fraction from 0 to 1", o.lead)
+	}
+	res, err := bench.RunZoo(ctx, bench.ZooOptions{Seeds: seeds, Timeout: o.timeout, Parallel: o.parallel, Direct: o.direct,
+		Lead: o.lead, Progress: e.Stderr})
 	if err != nil {
 		return err
 	}
-	sum := bench.SummarizeZoo(res, timeout)
+	sum := bench.SummarizeZoo(res, o.timeout)
 	if asJSON {
 		return writeJSON(e.Stdout, bench.ZooReport{Runs: res, Summary: sum})
 	}
