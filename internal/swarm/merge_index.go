@@ -190,9 +190,11 @@ func ReadUtils(ctx context.Context, st *board.Store, run string) ([]UtilFunc, er
 	return out, nil
 }
 
-// duplicates reports the functions c adds that duplicate existing ones or
-// other workers' additions.
-func (m *merger) duplicates(ctx context.Context, c *layout.Candidate) ([]Duplicate, error) {
+// duplicates reports the functions c adds that duplicate existing ones,
+// other workers' integrated additions or those of the candidates accepted
+// before it into the same batch (batch, not yet in the index). It also
+// returns the functions c adds, for batch.
+func (m *merger) duplicates(ctx context.Context, c *layout.Candidate, batch *dupIndex) ([]Duplicate, []review.Func, error) {
 	var files []string
 	for _, p := range c.Paths {
 		if review.UtilityFile(p) {
@@ -200,17 +202,18 @@ func (m *merger) duplicates(ctx context.Context, c *layout.Candidate) ([]Duplica
 		}
 	}
 	if len(files) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	after, err := m.repo.repo.ReadBlobs(ctx, c.Commit, files)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	before, err := m.repo.repo.ReadBlobs(ctx, c.Base, files)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []Duplicate
+	var added []review.Func
 	for _, f := range files {
 		old := map[string]string{}
 		for _, fn := range review.ExtractFuncs(f, before[f]) {
@@ -220,13 +223,18 @@ func (m *merger) duplicates(ctx context.Context, c *layout.Candidate) ([]Duplica
 			if h, ok := old[fn.Name]; ok && h == fn.Hash {
 				continue // unchanged
 			}
-			if d, ok := m.index.find(fn, c.Task, m.opts.NearDup); ok {
+			added = append(added, fn)
+			d, ok := m.index.find(fn, c.Task, m.opts.NearDup)
+			if !ok {
+				d, ok = batch.find(fn, c.Task, m.opts.NearDup)
+			}
+			if ok {
 				d.Worker = c.Worker
 				out = append(out, d)
 			}
 		}
 	}
-	return out, nil
+	return out, added, nil
 }
 
 // publishDups records duplicate reports on the board.
@@ -242,10 +250,11 @@ func (m *merger) publishDups(ctx context.Context, dups []Duplicate) {
 	}
 }
 
-// afterIntegration updates the indexes with a batch just integrated at
-// commit: functions, write statistics and hot files, and compacts the
-// intent log when due.
-func (m *merger) afterIntegration(ctx context.Context, acc []accepted, commit string) {
+// indexIntegrated adds the functions of a batch just integrated at commit
+// to the index and publishes the utility index. It comes before the batch's
+// tasks are done, so that whoever sees them done (a worker taking the next
+// task, the end of the run) finds their functions in the utility index.
+func (m *merger) indexIntegrated(ctx context.Context, acc []accepted, commit string) {
 	for _, a := range acc {
 		var files []string
 		for _, p := range a.c.Paths {
@@ -261,6 +270,11 @@ func (m *merger) afterIntegration(ctx context.Context, acc []accepted, commit st
 	if err := m.publishUtils(ctx); err != nil {
 		m.env.log.Warn("publishing the utility index", "err", err)
 	}
+}
+
+// afterIntegration compacts the intent log when due, after a batch's tasks
+// are done.
+func (m *merger) afterIntegration(ctx context.Context) {
 	if compactDue(m.logged, len(m.env.run.Tasks), m.opts.CompactShare) {
 		if err := m.compact(ctx); err != nil {
 			m.env.log.Warn("compacting intents", "err", err)

@@ -160,6 +160,7 @@ func (m *merger) integrateBatch(ctx context.Context, cs []*layout.Candidate, try
 	var acc []accepted
 	var checks []string
 	timeout := 0.0
+	batch := newDupIndex() // the functions acc adds
 	for _, c := range cs {
 		t, p, ok := m.check(ctx, c)
 		if !ok {
@@ -170,7 +171,7 @@ func (m *merger) integrateBatch(ctx context.Context, cs []*layout.Candidate, try
 			m.settleIntegrated(ctx, accepted{c: c, t: t, p: p, kind: "recovered"}, head)
 			continue
 		}
-		dups, err := m.duplicates(ctx, c)
+		dups, added, err := m.duplicates(ctx, c, batch)
 		if err != nil {
 			return err
 		}
@@ -194,6 +195,9 @@ func (m *merger) integrateBatch(ctx context.Context, cs []*layout.Candidate, try
 		}
 		cur = target
 		acc = append(acc, accepted{c: c, t: t, p: p, kind: kind, dups: dups})
+		for _, fn := range added {
+			batch.add(fn, c.Task)
+		}
 		if p.Envelope != nil {
 			for _, ch := range p.Envelope.Completion.Checks {
 				if !slices.Contains(checks, ch) {
@@ -251,11 +255,12 @@ func (m *merger) integrateBatch(ctx context.Context, cs []*layout.Candidate, try
 	// Tasks the batch calls for are added before its tasks are done, so the
 	// run cannot end in between.
 	m.followUps(ctx, acc)
+	m.indexIntegrated(ctx, acc, cur)
 	for _, a := range acc {
 		m.record(outcome{dup: len(a.dups) > 0, passed: true})
 		m.settleIntegrated(ctx, a, cur)
 	}
-	m.afterIntegration(ctx, acc, cur)
+	m.afterIntegration(ctx)
 	return m.publishStats(ctx)
 }
 
