@@ -70,7 +70,7 @@ the bound, every turn shorter than the timeout, 429s ≤ 2 % of requests.`,
 					return err
 				}
 				if *zoo > 0 || *zooSeeds != "" {
-					return runZooCommand(ctx, e, *zoo, *zooSeeds, zooRun{*zooTimeout, *zooParallel, *zooLead, !*noDirect}, *asJSON)
+					return runZooCommand(ctx, e, *zoo, *zooSeeds, bench.ZooOptions{Timeout: *zooTimeout, Parallel: *zooParallel, Lead: *zooLead, Direct: !*noDirect}, *asJSON)
 				}
 				scs, err := selectScenarios(*names)
 				if err != nil {
@@ -121,15 +121,9 @@ func selectScenarios(names string) ([]bench.Scenario, error) {
 	return out, nil
 }
 
-// zooRun is how the zoo's seeds are run.
-type zooRun struct {
-	timeout  time.Duration
-	parallel int
-	lead     float64
-	direct   bool
-}
-
-func runZooCommand(ctx context.Context, e *env, n int, list string, o zooRun, asJSON bool) error {
+// runZooCommand runs the zoo on seeds 1..n or those listed, as o says
+// (its Seeds and Progress are set here).
+func runZooCommand(ctx context.Context, e *env, n int, list string, o bench.ZooOptions, asJSON bool) error {
 	var seeds []uint64
 	if list != "" {
 		for _, f := range strings.Split(list, ",") {
@@ -144,18 +138,18 @@ func runZooCommand(ctx context.Context, e *env, n int, list string, o zooRun, as
 			seeds = append(seeds, uint64(i))
 		}
 	}
-	if o.timeout <= 0 || o.parallel < 1 {
+	if o.Timeout <= 0 || o.Parallel < 1 {
 		return usagef("--zoo-timeout and --zoo-parallel must be positive")
 	}
-	if o.lead < 0 || o.lead >= 1 {
-		return usagef("--zoo-lead %v: want a fraction from 0 to 1", o.lead)
+	if o.Lead < 0 || o.Lead >= 1 {
+		return usagef("--zoo-lead %v: want a fraction from 0 to 1", o.Lead)
 	}
-	res, err := bench.RunZoo(ctx, bench.ZooOptions{Seeds: seeds, Timeout: o.timeout, Parallel: o.parallel, Direct: o.direct,
-		Lead: o.lead, Progress: e.Stderr})
+	o.Seeds, o.Progress = seeds, e.Stderr
+	res, err := bench.RunZoo(ctx, o)
 	if err != nil {
 		return err
 	}
-	sum := bench.SummarizeZoo(res, o.timeout)
+	sum := bench.SummarizeZoo(res, o.Timeout)
 	if asJSON {
 		return writeJSON(e.Stdout, bench.ZooReport{Runs: res, Summary: sum})
 	}

@@ -272,9 +272,9 @@ func (m *merger) indexIntegrated(ctx context.Context, acc []accepted, commit str
 	}
 }
 
-// afterIntegration compacts the intent log when due, after a batch's tasks
-// are done.
-func (m *merger) afterIntegration(ctx context.Context) {
+// compactIfDue compacts the intent log when due, after a batch's tasks are
+// done.
+func (m *merger) compactIfDue(ctx context.Context) {
 	if compactDue(m.logged, len(m.env.run.Tasks), m.opts.CompactShare) {
 		if err := m.compact(ctx); err != nil {
 			m.env.log.Warn("compacting intents", "err", err)

@@ -260,7 +260,7 @@ func (m *merger) integrateBatch(ctx context.Context, cs []*layout.Candidate, try
 		m.record(outcome{dup: len(a.dups) > 0, passed: true})
 		m.settleIntegrated(ctx, a, cur)
 	}
-	m.afterIntegration(ctx)
+	m.compactIfDue(ctx)
 	return m.publishStats(ctx)
 }
 
