@@ -119,7 +119,7 @@ class ApiaryHarness(harness.BenchmarkHarness):
         await super()._stop_all()
 
 
-def floor_seconds(scenario, mock, window: float, first_left: float) -> dict:
+def floor_seconds(scenario, mock, window: float, first_left: float, proxy_cap: int = 0) -> dict:
     """The least wall time any proxy could need, from what the mock did in this
     run (its latencies are random, a fifth of latency-spike's answers take five
     times as long, and no proxy makes the mock answer faster than it did):
@@ -132,14 +132,19 @@ def floor_seconds(scenario, mock, window: float, first_left: float) -> dict:
       when it started, first_left seconds before the agents' start; each later
       one begins at its first request), so some agent makes ceil(R/agents) turns
       one after another in that window, each taking the mock's mean answering
-      time m, and under a concurrency cap c the mock needs R*m/c for them."""
+      time m, and under a concurrency cap c the mock needs R*m/c for them;
+    proxy: the rate floor again, with c the proxy's own concurrency cap as well
+      (proxy_cap: the harness gives HIVEMIND's proxy max_concurrency equal to the
+      scenario's hm_max_concurrency, and this driver gives apiary the same as
+      --max-concurrency), so that R*m/c counts for a proxy whatever the mock's
+      cap. It is the floor for a proxy held to that cap, not for direct runs."""
     served = list(mock.served) if mock else []
     per_agent: dict[str, list[float]] = {}
     for agent, arrived, answered in served:
         per_agent.setdefault(agent, []).append(answered - arrived)
     chain = max((sum(d) + (len(d) - 1) * 0.05 for d in per_agent.values()), default=0.0)
     succeeded, limit = len(served), scenario.api_requests_per_minute
-    rate = 0.0
+    rate = proxy_rate = 0.0
     if succeeded:
         windows = math.ceil(succeeded / limit)
         start = first_left + (windows - 2) * window if windows >= 2 else 0.0
@@ -150,7 +155,12 @@ def floor_seconds(scenario, mock, window: float, first_left: float) -> dict:
         if scenario.api_max_concurrent > 0:
             work = max(work, last * mean / scenario.api_max_concurrent)
         rate = start + work
-    return {"floor_s": round(max(chain, rate), 2), "floor_chain_s": round(chain, 2), "floor_rate_s": round(rate, 2)}
+        if proxy_cap > 0:
+            proxy_rate = start + max(work, last * mean / proxy_cap)
+    out = {"floor_s": round(max(chain, rate), 2), "floor_chain_s": round(chain, 2), "floor_rate_s": round(rate, 2)}
+    if proxy_cap > 0:
+        out["proxy_floor_s"] = round(max(chain, proxy_rate), 2)
+    return out
 
 
 async def run_one(name: str, mode: str, window: float, seed: int, binary: str, logdir: str) -> dict:
@@ -173,8 +183,11 @@ async def run_one(name: str, mode: str, window: float, seed: int, binary: str, l
     s["upstream_429"] = api.get("total_rate_limited")
     s["upstream_errors"] = api.get("total_errors")
     first_left = window - (res.started_at - MOCKS[0]._rate_state_started) if MOCKS else window
-    s.update(floor_seconds(scenario, MOCKS[0] if MOCKS else None, window, first_left))
+    cap = scenario.hm_max_concurrency if mode != "direct" else 0
+    s.update(floor_seconds(scenario, MOCKS[0] if MOCKS else None, window, first_left, cap))
     s["wall_over_floor"] = round(res.wall_time_s / s["floor_s"], 3) if s["floor_s"] else None
+    if s.get("proxy_floor_s"):
+        s["wall_over_proxy_floor"] = round(res.wall_time_s / s["proxy_floor_s"], 3)
     s["errors"] = sorted({e for r in res.agent_results for e in r.errors})[:5]
     return s
 
@@ -194,7 +207,9 @@ async def main_async(args) -> None:
                 s = await run_one(name, mode, args.window, seed, args.binary, args.logdir)
                 done += 1
                 print(f"hivemind-compare:   {name} {mode}: {s['agents_dead']}/{s['num_agents']} dead, "
-                      f"wall {s['wall_time_s']:.1f}s (floor {s['floor_s']:.2f}s, ×{s['wall_over_floor']}), 429s {s['upstream_429']}",
+                      f"wall {s['wall_time_s']:.1f}s (floor {s['floor_s']:.2f}s, ×{s['wall_over_floor']}"
+                      + (f"; proxy floor {s['proxy_floor_s']:.2f}s, ×{s['wall_over_proxy_floor']}" if s.get("proxy_floor_s") else "")
+                      + f"), 429s {s['upstream_429']}",
                       file=sys.stderr, flush=True)
                 print(json.dumps(s), flush=True)
                 await asyncio.sleep(0.5)
