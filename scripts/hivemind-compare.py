@@ -74,10 +74,11 @@ def windowed_server(window: float):
 class ApiaryHarness(harness.BenchmarkHarness):
     """The harness, with `apiary gateway` where it would start HIVEMIND's proxy."""
 
-    def __init__(self, binary: str, log_path: str) -> None:
+    def __init__(self, binary: str, log_path: str, concurrency: int) -> None:
         super().__init__()
         self.binary = binary
         self.log_path = log_path
+        self.concurrency = concurrency
         self.proc: subprocess.Popen | None = None
 
     async def _start_proxy(self, scenario) -> None:
@@ -86,7 +87,7 @@ class ApiaryHarness(harness.BenchmarkHarness):
             [self.binary, "gateway",
              "--listen", f"127.0.0.1:{self._proxy_port}",
              "--upstream", f"anthropic=http://127.0.0.1:{self._api_port}",
-             "--max-concurrency", str(scenario.hm_max_concurrency),
+             "--max-concurrency", str(self.concurrency),
              "--ledger", os.path.join(os.path.dirname(self.log_path) or ".", f"ledger-{self._proxy_port}.db"),
              "--log-level", "warn"],
             stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
@@ -163,13 +164,18 @@ def floor_seconds(scenario, mock, window: float, first_left: float, proxy_cap: i
     return out
 
 
-async def run_one(name: str, mode: str, window: float, seed: int, binary: str, logdir: str) -> dict:
+async def run_one(name: str, mode: str, window: float, seed: int, binary: str, logdir: str,
+                  apiary_concurrency: int = 0) -> dict:
     scenario = ALL_SCENARIOS[name]()
+    # HIVEMIND's proxy gets the scenario's concurrency from the harness; apiary
+    # gets the same unless --apiary-max-concurrency says otherwise.
+    cap = {"direct": 0, "hivemind": scenario.hm_max_concurrency,
+           "apiary": apiary_concurrency or scenario.hm_max_concurrency}[mode]
     harness.MockAPIServer = windowed_server(window)
     MOCKS.clear()
     random.seed(seed)
     if mode == "apiary":
-        h = ApiaryHarness(binary, os.path.join(logdir, f"apiary-{name}-{int(window)}s-{seed}.log"))
+        h = ApiaryHarness(binary, os.path.join(logdir, f"apiary-{name}-{int(window)}s-{seed}.log"), cap)
         res = await h.run_scenario(scenario, use_hivemind=True)
     else:
         h = harness.BenchmarkHarness()
@@ -178,12 +184,12 @@ async def run_one(name: str, mode: str, window: float, seed: int, binary: str, l
     s["mode"] = mode
     s["window_s"] = window
     s["seed"] = seed
+    s["proxy_max_concurrency"] = cap
     api = res.mock_api_stats or {}
     s["upstream_requests"] = api.get("total_requests")
     s["upstream_429"] = api.get("total_rate_limited")
     s["upstream_errors"] = api.get("total_errors")
     first_left = window - (res.started_at - MOCKS[0]._rate_state_started) if MOCKS else window
-    cap = scenario.hm_max_concurrency if mode != "direct" else 0
     s.update(floor_seconds(scenario, MOCKS[0] if MOCKS else None, window, first_left, cap))
     s["wall_over_floor"] = round(res.wall_time_s / s["floor_s"], 3) if s["floor_s"] else None
     if s.get("proxy_floor_s"):
@@ -204,7 +210,7 @@ async def main_async(args) -> None:
             for mode in modes:
                 print(f"hivemind-compare: [{done + 1}/{total}] {name} {mode} window={args.window:g}s seed={seed} "
                       f"({time.monotonic() - t0:.0f}s elapsed)", file=sys.stderr, flush=True)
-                s = await run_one(name, mode, args.window, seed, args.binary, args.logdir)
+                s = await run_one(name, mode, args.window, seed, args.binary, args.logdir, args.apiary_max_concurrency)
                 done += 1
                 print(f"hivemind-compare:   {name} {mode}: {s['agents_dead']}/{s['num_agents']} dead, "
                       f"wall {s['wall_time_s']:.1f}s (floor {s['floor_s']:.2f}s, ×{s['wall_over_floor']}"
@@ -221,6 +227,8 @@ def main() -> None:
     p.add_argument("--scenarios", default="all")
     p.add_argument("--window", type=float, default=60.0, help="the mock API's window in seconds (HIVEMIND's: 60)")
     p.add_argument("--seeds", type=lambda v: [int(x) for x in v.split(",")], default=[1])
+    p.add_argument("--apiary-max-concurrency", type=int, default=0,
+                   help="apiary's --max-concurrency (default: the scenario's, as the harness gives HIVEMIND's proxy)")
     p.add_argument("--binary", default=os.environ.get("APIARY_BIN", "bin/apiary"))
     p.add_argument("--logdir", default=os.environ.get("OUT", "bench-results") + "/hivemind")
     args = p.parse_args()
