@@ -62,7 +62,7 @@ type GitExecutor struct {
 	repos map[string]*git.Repo         // run -> its clone
 	pools map[string]*git.WorktreePool // run -> its pool; nil: none could be opened
 	procs map[string]*proc.Tracker     // run -> its attempts' processes
-	wt    serialized                   // serializes worktree-list commands
+	wt    serialized                   // serializes worktree-list commands and fetches into the shared clones
 }
 
 // tracker contains a run's attempts in marked process groups (see package
@@ -223,6 +223,21 @@ func (x *GitExecutor) profileFor(run *layout.Record, name string) (agent.Profile
 	return p, nil
 }
 
+// fetchIntegration brings the run's integration branch into the run's clone
+// and returns its commit. It fetches under the worktree lock: `git worktree
+// add` first writes a placeholder HEAD, and a fetch into the same clone
+// meanwhile (another worker's attempt, the pool's refill) fails its
+// connectivity check on it ("bad object worktrees/wt0/HEAD").
+func (x *GitExecutor) fetchIntegration(ctx context.Context, repo *git.Repo, run *layout.Record) (string, error) {
+	track := "refs/remotes/origin/" + run.IntegrationBranch
+	if err := x.wt.Do(func() error {
+		return repo.Fetch(ctx, run.Remote, "+refs/heads/"+run.IntegrationBranch+":"+track)
+	}); err != nil {
+		return "", fmt.Errorf("fetching the integration branch: %w", err)
+	}
+	return repo.RevParse(ctx, track)
+}
+
 // Execute implements Executor.
 func (x *GitExecutor) Execute(ctx context.Context, j *Job) (Outcome, error) {
 	if j.Envelope == nil {
@@ -237,11 +252,7 @@ func (x *GitExecutor) Execute(ctx context.Context, j *Job) (Outcome, error) {
 	if err != nil {
 		return Outcome{Failed: err.Error()}, nil
 	}
-	track := "refs/remotes/origin/" + run.IntegrationBranch
-	if err := repo.Fetch(ctx, run.Remote, "+refs/heads/"+run.IntegrationBranch+":"+track); err != nil {
-		return Outcome{}, fmt.Errorf("fetching the integration branch: %w", err)
-	}
-	base, err := repo.RevParse(ctx, track)
+	base, err := x.fetchIntegration(ctx, repo, run)
 	if err != nil {
 		return Outcome{}, err
 	}
