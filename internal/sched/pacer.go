@@ -31,6 +31,12 @@ type PacerConfig struct {
 	// limit (see docs/benchmarks.md, the upstream zoo, for both measured).
 	FirstWindow int
 	FirstWait   time.Duration
+	// ShareIdle bounds how long an agent that has had less than its share
+	// of a full window keeps its claim to the rest of it between two of
+	// its requests (default 3 s; see share.go). Within it the claim lasts
+	// three times the agent's usual pause between an answer and its next
+	// request.
+	ShareIdle time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -56,7 +62,9 @@ type Ask struct {
 // The queue serves retries first, then by class (aged by AgingStep), then
 // round-robin by agent: the agent whose latest grant is oldest goes first,
 // so at capacity every agent gets a turn each window and none waits two
-// windows while another sends twice.
+// windows while another sends twice. Where a window's limit, not time,
+// ends its sending, an agent that has had its share of the window waits
+// while agents that have had less are still at work (see share).
 //
 // Pacer is safe for concurrent use.
 type Pacer struct {
@@ -68,7 +76,7 @@ type Pacer struct {
 	waiting []*waiter
 	arrival uint64
 	seq     uint64
-	served  map[string]uint64
+	agents  map[string]*paceAgent
 	top     int // the highest class waiting, during next
 	timer   *time.Timer
 	wakeAt  time.Time
@@ -88,6 +96,7 @@ type waiter struct {
 	arrival uint64
 	ready   chan struct{}
 	grant   *Grant
+	held    bool // by share, in the current pump
 }
 
 // Grant is a request's place in a window. Exactly one of Answer (the
@@ -97,6 +106,7 @@ type waiter struct {
 // not charge keeps its place).
 type Grant struct {
 	p       *Pacer
+	agent   *paceAgent
 	cost    Cost
 	win     [numDims]int64
 	sent    time.Time
@@ -121,8 +131,11 @@ func NewPacer(cfg PacerConfig) *Pacer {
 	if cfg.FirstWait <= 0 {
 		cfg.FirstWait = 2 * time.Second
 	}
+	if cfg.ShareIdle <= 0 {
+		cfg.ShareIdle = 3 * time.Second
+	}
 	configured := cfg.Requests.Limit > 0 || cfg.Input.Limit > 0 || cfg.Output.Limit > 0 || cfg.Total.Limit > 0
-	p := &Pacer{cfg: cfg, now: cfg.Now, served: map[string]uint64{}, learning: cfg.FirstWindow > 0 && !configured}
+	p := &Pacer{cfg: cfg, now: cfg.Now, agents: map[string]*paceAgent{}, learning: cfg.FirstWindow > 0 && !configured}
 	if p.now == nil {
 		p.now = time.Now
 	}
@@ -142,6 +155,7 @@ func (p *Pacer) Wait(ctx context.Context, a Ask) (*Grant, error) {
 	p.arrival++
 	w := &waiter{ask: a, since: now, arrival: p.arrival, ready: make(chan struct{})}
 	p.waiting = append(p.waiting, w)
+	p.arrive(now, a)
 	p.pump(now)
 	if w.grant != nil {
 		p.mu.Unlock()
@@ -162,6 +176,7 @@ func (p *Pacer) Wait(ctx context.Context, a Ask) (*Grant, error) {
 		for i, x := range p.waiting {
 			if x == w {
 				p.waiting = append(p.waiting[:i], p.waiting[i+1:]...)
+				p.agents[a.Agent].waiting--
 				break
 			}
 		}
@@ -223,6 +238,7 @@ func (g *Grant) Answer(recv time.Time, obs [4]Observation, charged bool) {
 	if sent.IsZero() {
 		sent = recv
 	}
+	g.agent.settle(g, recv, charged)
 	// Whatever the server said, it said what it allows (or that it sets
 	// no limits): the first window is over.
 	p.learning = false
@@ -245,6 +261,7 @@ func (g *Grant) cancelLocked() {
 		return
 	}
 	g.settled = true
+	g.agent.settle(g, g.p.now(), false)
 	if g.first && g.p.learning {
 		g.p.firstOut--
 	}
@@ -260,18 +277,36 @@ func (p *Pacer) pump(now time.Time) {
 	for d := range numDims {
 		p.d[d].roll(now)
 	}
+	for _, w := range p.waiting {
+		w.held = false
+	}
+	var holdAt time.Time // the earliest a waiter held by share may go
 	for len(p.waiting) > 0 {
 		i := p.next(now)
+		if i < 0 {
+			p.arm(holdAt)
+			return
+		}
 		w := p.waiting[i]
 		ok, probe, at := p.admit(now, w.ask.Cost)
 		if !ok {
-			p.arm(at)
+			p.arm(earliest(at, holdAt))
 			return
+		}
+		if !probe {
+			if held, until := p.share(now, w.ask); held {
+				w.held = true
+				holdAt = earliest(holdAt, until)
+				continue
+			}
 		}
 		p.waiting = append(p.waiting[:i], p.waiting[i+1:]...)
 		p.seq++
-		p.served[w.ask.Agent] = p.seq
-		g := &Grant{p: p, cost: w.ask.Cost, Probe: probe, first: p.learning}
+		a := p.agents[w.ask.Agent]
+		a.waiting--
+		a.inflight++
+		a.served = p.seq
+		g := &Grant{p: p, agent: a, cost: w.ask.Cost, Probe: probe, first: p.learning}
 		if p.learning {
 			p.firstOut++
 			if p.firstEnd.IsZero() {
@@ -288,22 +323,32 @@ func (p *Pacer) pump(now time.Time) {
 			}
 			x.inflight += float64(w.ask.Cost.of(d))
 			g.win[d] = x.n
+			a.charge(d, x.n, float64(w.ask.Cost.of(d)))
 		}
 		w.grant = g
 		close(w.ready)
 	}
-	p.arm(time.Time{})
+	p.arm(holdAt)
 }
 
-// next returns the index of the waiter to serve first.
+// earliest returns the earlier of two times, zero meaning none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// next returns the index of the waiter to serve first among those not
+// held by share, or -1 if every one is.
 func (p *Pacer) next(now time.Time) int {
 	p.top = p.waiting[0].ask.Class
 	for _, w := range p.waiting[1:] {
 		p.top = max(p.top, w.ask.Class)
 	}
-	best := 0
-	for i := 1; i < len(p.waiting); i++ {
-		if p.before(now, p.waiting[i], p.waiting[best]) {
+	best := -1
+	for i, w := range p.waiting {
+		if !w.held && (best < 0 || p.before(now, w, p.waiting[best])) {
 			best = i
 		}
 	}
@@ -321,7 +366,7 @@ func (p *Pacer) before(now time.Time, a, b *waiter) bool {
 	if ca != cb {
 		return ca > cb
 	}
-	if sa, sb := p.served[a.ask.Agent], p.served[b.ask.Agent]; sa != sb {
+	if sa, sb := p.agents[a.ask.Agent].served, p.agents[b.ask.Agent].served; sa != sb {
 		return sa < sb
 	}
 	return a.arrival < b.arrival
