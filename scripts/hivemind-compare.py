@@ -195,7 +195,27 @@ async def run_one(name: str, mode: str, window: float, seed: int, binary: str, l
     if s.get("proxy_floor_s"):
         s["wall_over_proxy_floor"] = round(res.wall_time_s / s["proxy_floor_s"], 3)
     s["errors"] = sorted({e for r in res.agent_results for e in r.errors})[:5]
+    if MOCKS:
+        s["turns_per_window"] = turns_per_window(MOCKS[0], window)
     return s
+
+
+def turns_per_window(mock, window: float) -> list[list[int]]:
+    """Each of the mock's windows, the successful requests it counted from each
+    agent (agents in name order). The mock starts a window with the first
+    request after the one before it has expired."""
+    agents = sorted({a for a, _, _ in mock.served})
+    out: list[dict[str, int]] = []
+    start = None
+    for agent, arrived, _ in sorted(mock.served, key=lambda r: r[1]):
+        if start is None:
+            start = mock._rate_state_started
+        if not out or arrived >= start + window:
+            if out:
+                start = arrived
+            out.append({})
+        out[-1][agent] = out[-1].get(agent, 0) + 1
+    return [[w.get(a, 0) for a in agents] for w in out]
 
 
 async def main_async(args) -> None:
