@@ -32,10 +32,10 @@ type PacerConfig struct {
 	FirstWindow int
 	FirstWait   time.Duration
 	// ShareIdle bounds how long an agent that has had less than its share
-	// of a full window keeps its claim to the rest of it between two of
-	// its requests (default 3 s; see share.go). Within it the claim lasts
-	// three times the agent's usual pause between an answer and its next
-	// request.
+	// of a full window keeps its claim to the rest of it while it is not
+	// waiting (default 3 s; see share.go): while its request is in flight,
+	// three times its usual latency; after an answer, three times its
+	// usual pause before its next request.
 	ShareIdle time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -108,6 +108,7 @@ type Grant struct {
 	p       *Pacer
 	agent   *paceAgent
 	cost    Cost
+	granted time.Time
 	win     [numDims]int64
 	sent    time.Time
 	settled bool
@@ -306,7 +307,8 @@ func (p *Pacer) pump(now time.Time) {
 		a.waiting--
 		a.inflight++
 		a.served = p.seq
-		g := &Grant{p: p, agent: a, cost: w.ask.Cost, Probe: probe, first: p.learning}
+		g := &Grant{p: p, agent: a, cost: w.ask.Cost, Probe: probe, first: p.learning, granted: now}
+		a.flights = append(a.flights, g)
 		if p.learning {
 			p.firstOut++
 			if p.firstEnd.IsZero() {

@@ -16,7 +16,9 @@ import (
 // — or, once the pacer has found the server to be a continuous bucket,
 // before those figures' own refill bound has made room for one request.
 // It also checks that the pacer is live: once an answer shows a fresh
-// window, a waiting request is granted.
+// window, a waiting request is granted. Requests come from three agents,
+// so that holding an agent at its share of a full window (share.go) is
+// exercised too: it may delay a request, never place one earlier.
 func FuzzPacerHeaders(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 1, 3, 0, 5, 0, 2, 0, 2, 1, 1, 9, 2, 200, 0, 0})
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 30, 1, 1, 2, 0, 0, 2, 250, 0, 1, 4, 4, 8, 0})
@@ -44,9 +46,9 @@ func FuzzPacerHeaders(f *testing.F) {
 				probes    = map[time.Time]int{}
 				bad       string
 			)
-			ask := func() {
+			ask := func(agent string) {
 				go func() {
-					g, err := p.Wait(ctx, Ask{Agent: "a", Cost: Cost{Requests: 1}})
+					g, err := p.Wait(ctx, Ask{Agent: agent, Cost: Cost{Requests: 1}})
 					if err != nil {
 						return
 					}
@@ -75,7 +77,7 @@ func FuzzPacerHeaders(f *testing.F) {
 				op, a, b := ops[i]%3, ops[i+1], ops[i+2]
 				switch op {
 				case 0:
-					ask()
+					ask(string(rune('a' + a%3)))
 				case 1:
 					mu.Lock()
 					if len(inflight) == 0 {

@@ -19,10 +19,12 @@ import (
 //
 // Holding is never what stops a window from being used: an agent within
 // its share is never held, an agent is owed a slot only while its next
-// request fits within its share, and an agent that is neither waiting nor
-// in flight keeps its claim only for three times its usual pause between
-// an answer and its next request (at least minClaim, at most
-// PacerConfig.ShareIdle). A new window starts every share over.
+// request fits within its share, and an agent that is not waiting keeps
+// its claim only so long: with a request in flight, for three times its
+// usual latency from that request's grant; after an answer, for three
+// times its usual pause before its next request (each at least minClaim,
+// at most PacerConfig.ShareIdle, which is also the claim of a first
+// request). A new window starts every share over.
 
 // paceAgent is what a Pacer knows of one agent.
 type paceAgent struct {
@@ -30,8 +32,10 @@ type paceAgent struct {
 	class             int    // of its latest ask
 	cost              Cost   // of its latest ask
 	waiting, inflight int
+	flights           []*Grant      // its grants not settled
 	last              time.Time     // its latest answer; zero: none yet
 	gap               time.Duration // its usual pause from an answer to its next request; 0: not known
+	lat               time.Duration // its usual time from grant to answer; 0: not known
 	touched           time.Time     // its latest ask or answer
 	win               [numDims]int64
 	used              [numDims]float64 // granted in window win[d]
@@ -41,7 +45,8 @@ const (
 	// minClaim is the least an agent's claim lasts after its answer, so
 	// that an agent with no pause keeps it across scheduling delays.
 	minClaim = 100 * time.Millisecond
-	// unknownGapClaim is an agent's claim before any pause of its is known.
+	// unknownGapClaim is an agent's claim after an answer before any pause
+	// of its is known.
 	unknownGapClaim = 500 * time.Millisecond
 	// forgetAfter is how long an agent idle with nothing waiting or in
 	// flight is remembered.
@@ -59,12 +64,7 @@ func (p *Pacer) arrive(now time.Time, a Ask) {
 		p.agents[a.Agent] = s
 	}
 	if s.waiting == 0 && s.inflight == 0 && !s.last.IsZero() {
-		// A pause between turns: an EWMA of them, weighted to the latest.
-		if d := now.Sub(s.last); s.gap == 0 {
-			s.gap = max(d, time.Nanosecond)
-		} else {
-			s.gap = (s.gap*3 + max(d, 0)) / 4
-		}
+		s.gap = ewma(s.gap, now.Sub(s.last)) // a pause between turns
 	}
 	s.waiting++
 	s.class, s.cost, s.touched = a.Class, a.Cost, now
@@ -78,6 +78,15 @@ func (p *Pacer) forget(now time.Time) {
 			delete(p.agents, name)
 		}
 	}
+}
+
+// ewma folds d into the average avg (0: none yet), weighted to the latest.
+func ewma(avg, d time.Duration) time.Duration {
+	d = max(d, time.Nanosecond)
+	if avg == 0 {
+		return d
+	}
+	return (avg*3 + d) / 4
 }
 
 // charge counts n of dimension d granted in window win.
@@ -101,7 +110,14 @@ func (s *paceAgent) usedIn(d Dim, win int64) float64 {
 func (s *paceAgent) settle(g *Grant, t time.Time, charged bool) {
 	s.inflight--
 	s.last, s.touched = t, t
+	for i, x := range s.flights {
+		if x == g {
+			s.flights = append(s.flights[:i], s.flights[i+1:]...)
+			break
+		}
+	}
 	if charged {
+		s.lat = ewma(s.lat, t.Sub(g.granted))
 		return
 	}
 	for d := range numDims {
@@ -111,11 +127,25 @@ func (s *paceAgent) settle(g *Grant, t time.Time, charged bool) {
 	}
 }
 
-// claimUntil is when s, neither waiting nor in flight, stops being owed
-// its share (zero while it is waiting or in flight).
+// claimUntil is when s stops being owed its share, zero while it is
+// waiting (its request is in the queue, and is served by it).
 func (p *Pacer) claimUntil(s *paceAgent) time.Time {
-	if s.waiting > 0 || s.inflight > 0 {
+	if s.waiting > 0 {
 		return time.Time{}
+	}
+	bound := func(c time.Duration) time.Duration { return min(max(c, minClaim), p.cfg.ShareIdle) }
+	if len(s.flights) > 0 {
+		oldest := s.flights[0].granted
+		for _, g := range s.flights[1:] {
+			if g.granted.Before(oldest) {
+				oldest = g.granted
+			}
+		}
+		c := p.cfg.ShareIdle
+		if s.lat > 0 {
+			c = bound(3 * s.lat)
+		}
+		return oldest.Add(c)
 	}
 	if s.last.IsZero() {
 		return s.touched // given back without an answer: no claim
@@ -124,10 +154,10 @@ func (p *Pacer) claimUntil(s *paceAgent) time.Time {
 	if s.gap > 0 {
 		c = 3 * s.gap
 	}
-	return s.last.Add(min(max(c, minClaim), p.cfg.ShareIdle))
+	return s.last.Add(bound(c))
 }
 
-// atWork says whether s is waiting, in flight or within its claim at now.
+// atWork says whether s is waiting or within its claim at now.
 func (p *Pacer) atWork(s *paceAgent, now time.Time) bool {
 	u := p.claimUntil(s)
 	return u.IsZero() || now.Before(u)

@@ -145,3 +145,20 @@ func TestPacerShareRespectsClasses(t *testing.T) {
 		}
 	})
 }
+
+// Nor for an agent whose request stays in flight long past its claim (a
+// long stream, or an answer that never comes): the other agent gets the
+// window's slots once the claim is over, within the window.
+func TestPacerShareNotHeldForLongFlight(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(10*time.Second, 10, resetTruncated, 10*time.Second)
+		p := NewPacer(PacerConfig{})
+		defer p.Close()
+		lats := []time.Duration{100 * time.Millisecond, 30 * time.Second}
+		driveEach(t, p, s, lats, []int{20, 1}, nil, 0)
+		if n := perWindow(s)[s.first]["A"]; n != 9 {
+			t.Errorf("the agent at work had %d of the first window, want the 9 the other left", n)
+		}
+	})
+}
