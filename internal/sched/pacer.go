@@ -34,8 +34,8 @@ type PacerConfig struct {
 	// ShareIdle bounds how long an agent that has had less than its share
 	// of a full window keeps its claim to the rest of it while it is not
 	// waiting (default 3 s; see share.go): while its request is in flight,
-	// three times its usual latency; after an answer, three times its
-	// usual pause before its next request.
+	// that long from its grant; after an answer, three times its usual
+	// pause before its next request, up to that long.
 	ShareIdle time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
