@@ -305,7 +305,6 @@ func (p *Pacer) pump(now time.Time) {
 		p.seq++
 		a := p.agents[w.ask.Agent]
 		a.waiting--
-		a.inflight++
 		a.served = p.seq
 		g := &Grant{p: p, agent: a, cost: w.ask.Cost, Probe: probe, first: p.learning, granted: now}
 		a.flights = append(a.flights, g)

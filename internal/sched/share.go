@@ -27,16 +27,16 @@ import (
 
 // paceAgent is what a Pacer knows of one agent.
 type paceAgent struct {
-	served            uint64 // seq of its latest grant
-	class             int    // of its latest ask
-	cost              Cost   // of its latest ask
-	waiting, inflight int
-	flights           []*Grant      // its grants not settled
-	last              time.Time     // its latest answer; zero: none yet
-	gap               time.Duration // its usual pause from an answer to its next request; 0: not known
-	touched           time.Time     // its latest ask or answer
-	win               [numDims]int64
-	used              [numDims]float64 // granted in window win[d]
+	served  uint64 // seq of its latest grant
+	class   int    // of its latest ask
+	cost    Cost   // of its latest ask
+	waiting int
+	flights []*Grant      // its grants not settled
+	last    time.Time     // its latest answer; zero: none yet
+	gap     time.Duration // its usual pause from an answer to its next request; 0: not known
+	touched time.Time     // its latest ask or answer
+	win     [numDims]int64
+	used    [numDims]float64 // granted in window win[d]
 }
 
 const (
@@ -61,7 +61,7 @@ func (p *Pacer) arrive(now time.Time, a Ask) {
 		s = &paceAgent{}
 		p.agents[a.Agent] = s
 	}
-	if s.waiting == 0 && s.inflight == 0 && !s.last.IsZero() {
+	if s.waiting == 0 && len(s.flights) == 0 && !s.last.IsZero() {
 		s.gap = ewma(s.gap, now.Sub(s.last)) // a pause between turns
 	}
 	s.waiting++
@@ -72,7 +72,7 @@ func (p *Pacer) arrive(now time.Time, a Ask) {
 // flight: an agent coming back is served as one never seen.
 func (p *Pacer) forget(now time.Time) {
 	for name, s := range p.agents {
-		if s.waiting == 0 && s.inflight == 0 && now.Sub(s.touched) > forgetAfter {
+		if s.waiting == 0 && len(s.flights) == 0 && now.Sub(s.touched) > forgetAfter {
 			delete(p.agents, name)
 		}
 	}
@@ -106,7 +106,6 @@ func (s *paceAgent) usedIn(d Dim, win int64) float64 {
 // settle notes g answered or given back at t; what the server did not
 // charge no longer counts against the agent's share.
 func (s *paceAgent) settle(g *Grant, t time.Time, charged bool) {
-	s.inflight--
 	s.last, s.touched = t, t
 	for i, x := range s.flights {
 		if x == g {
