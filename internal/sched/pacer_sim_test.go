@@ -90,45 +90,62 @@ func (s *simServer) handle(agent string, at, recv time.Time, probe bool) (int, O
 }
 
 // drive runs agents sequential agents of turns requests each against s
-// through p: each request waits in the pacer, goes, arrives after half the
-// latency and is answered after all of it; a 429 is asked again as a retry.
-// It returns each agent's waits and the wall time.
+// through p, each with latency lat (see driveEach). It returns each
+// agent's waits and the wall time.
 func drive(t *testing.T, p *Pacer, s *simServer, agents, turns int, lat time.Duration) (waits map[string][]time.Duration, wall time.Duration) {
+	t.Helper()
+	lats, ts := make([]time.Duration, agents), make([]int, agents)
+	for i := range lats {
+		lats[i], ts[i] = lat, turns
+	}
+	return driveEach(t, p, s, lats, ts, nil, 0)
+}
+
+// driveEach runs one sequential agent per latency (agents A, B, ...),
+// agent i making turns[i] requests of cost 1 in class class[i] (nil: all
+// 0) against s through p: each request waits in the pacer, goes, arrives
+// after half the latency and is answered after all of it; a 429 is asked
+// again as a retry, and an answer is followed by a pause of think. It
+// returns each agent's waits and the wall time.
+func driveEach(t *testing.T, p *Pacer, s *simServer, lats []time.Duration, turns, class []int, think time.Duration) (waits map[string][]time.Duration, wall time.Duration) {
 	t.Helper()
 	start := time.Now()
 	var mu sync.Mutex
 	waits = map[string][]time.Duration{}
 	var wg sync.WaitGroup
-	for a := range agents {
-		agent := string(rune('A' + a))
+	for i, lat := range lats {
+		agent := string(rune('A' + i))
+		c := 0
+		if class != nil {
+			c = class[i]
+		}
 		wg.Go(func() {
-			for range turns {
-				retry := false
-				for {
-					t0 := time.Now()
-					g, err := p.Wait(context.Background(), Ask{Agent: agent, Cost: Cost{Requests: 1}, Retry: retry})
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					mu.Lock()
-					waits[agent] = append(waits[agent], time.Since(t0))
-					mu.Unlock()
-					g.Sent(time.Now())
-					time.Sleep(lat / 2)
-					at := time.Now()
-					time.Sleep(lat - lat/2)
-					status, o := s.handle(agent, at, time.Now(), g.Probe)
-					var obs [4]Observation
-					for d := range obs {
-						obs[d] = Observation{Limit: -1, Remaining: -1}
-					}
-					obs[Requests] = o
-					g.Answer(time.Now(), obs, status == 200)
-					if status == 200 {
-						break
-					}
-					retry = true
+			retry := false
+			for done := 0; done < turns[i]; {
+				t0 := time.Now()
+				g, err := p.Wait(context.Background(), Ask{Agent: agent, Class: c, Cost: Cost{Requests: 1}, Retry: retry})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				waits[agent] = append(waits[agent], time.Since(t0))
+				mu.Unlock()
+				g.Sent(time.Now())
+				time.Sleep(lat / 2)
+				at := time.Now()
+				time.Sleep(lat - lat/2)
+				status, o := s.handle(agent, at, time.Now(), g.Probe)
+				var obs [4]Observation
+				for d := range obs {
+					obs[d] = Observation{Limit: -1, Remaining: -1}
+				}
+				obs[Requests] = o
+				g.Answer(time.Now(), obs, status == 200)
+				retry = status != 200
+				if !retry {
+					done++
+					time.Sleep(think)
 				}
 			}
 		})

@@ -1,52 +1,10 @@
 package sched
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 )
-
-// driveEach runs one sequential agent per latency, each making turns[i]
-// requests of cost 1 through p against s, with a pause of think between an
-// answer and the next request, and returns the wall time.
-func driveEach(t *testing.T, p *Pacer, s *simServer, lats []time.Duration, turns []int, class []int, think time.Duration) time.Duration {
-	t.Helper()
-	start := time.Now()
-	var wg sync.WaitGroup
-	for i, lat := range lats {
-		agent := string(rune('A' + i))
-		wg.Go(func() {
-			retry := false
-			for done := 0; done < turns[i]; {
-				c := 0
-				if class != nil {
-					c = class[i]
-				}
-				g, err := p.Wait(context.Background(), Ask{Agent: agent, Class: c, Cost: Cost{Requests: 1}, Retry: retry})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				g.Sent(time.Now())
-				time.Sleep(lat / 2)
-				at := time.Now()
-				time.Sleep(lat - lat/2)
-				status, o := s.handle(agent, at, time.Now(), g.Probe)
-				unknown := Observation{Limit: -1, Remaining: -1}
-				g.Answer(time.Now(), [4]Observation{o, unknown, unknown, unknown}, status == 200)
-				retry = status != 200
-				if !retry {
-					done++
-					time.Sleep(think)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return time.Since(start)
-}
 
 // perWindow counts the requests s admitted from each agent in each window.
 func perWindow(s *simServer) map[int64]map[string]int {
@@ -83,7 +41,7 @@ func TestPacerShareOfFullWindow(t *testing.T) {
 			}
 			turns[i] = 10
 		}
-		wall := driveEach(t, p, s, lats, turns, nil, 50*time.Millisecond)
+		_, wall := driveEach(t, p, s, lats, turns, nil, 50*time.Millisecond)
 		w := perWindow(s)
 		for a, n := range w[s.first] {
 			if n != 6 {
@@ -102,21 +60,33 @@ func TestPacerShareOfFullWindow(t *testing.T) {
 	})
 }
 
-// A share is not held for an agent that has stopped: one that made a
-// single request keeps its claim only for a moment, and the window's other
-// slots go to the agent still at work, in the same window.
-func TestPacerShareNotHeldForIdle(t *testing.T) {
+// A share is not held for an agent that is no longer at work: one that
+// made a single request and stopped keeps its claim only for a moment, and
+// one whose single answer takes 30 s (a long stream, or an answer that
+// never comes) only for ShareIdle. The window's other slots go to the agent
+// still at work, in the same window.
+func TestPacerShareNotHeldForAbsent(t *testing.T) {
 	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(10*time.Second, 10, resetTruncated, 10*time.Second)
-		p := NewPacer(PacerConfig{})
-		defer p.Close()
-		lats := []time.Duration{100 * time.Millisecond, 100 * time.Millisecond}
-		driveEach(t, p, s, lats, []int{20, 1}, nil, 0)
-		if n := perWindow(s)[s.first]["A"]; n != 9 {
-			t.Errorf("the agent at work had %d of the first window, want the 9 the other left", n)
-		}
-	})
+	for _, tc := range []struct {
+		name string
+		lat  time.Duration // of the agent with one request
+	}{
+		{"stopped", 100 * time.Millisecond},
+		{"long flight", 30 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				s := newSim(10*time.Second, 10, resetTruncated, 10*time.Second)
+				p := NewPacer(PacerConfig{})
+				defer p.Close()
+				driveEach(t, p, s, []time.Duration{100 * time.Millisecond, tc.lat}, []int{20, 1}, nil, 0)
+				if n := perWindow(s)[s.first]["A"]; n != 9 {
+					t.Errorf("the agent at work had %d of the first window, want the 9 the other left", n)
+				}
+			})
+		})
+	}
 }
 
 // A share is held only for agents of the same class or a higher one: a
@@ -142,23 +112,6 @@ func TestPacerShareRespectsClasses(t *testing.T) {
 		w2 := perWindow(s2)[s2.first]
 		if w2["B"] != 5 || w2["A"] > 10 {
 			t.Errorf("first window %v: want B's 5 and A at its share of 10", w2)
-		}
-	})
-}
-
-// Nor for an agent whose request stays in flight long past its claim (a
-// long stream, or an answer that never comes): the other agent gets the
-// window's slots once the claim is over, within the window.
-func TestPacerShareNotHeldForLongFlight(t *testing.T) {
-	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(10*time.Second, 10, resetTruncated, 10*time.Second)
-		p := NewPacer(PacerConfig{})
-		defer p.Close()
-		lats := []time.Duration{100 * time.Millisecond, 30 * time.Second}
-		driveEach(t, p, s, lats, []int{20, 1}, nil, 0)
-		if n := perWindow(s)[s.first]["A"]; n != 9 {
-			t.Errorf("the agent at work had %d of the first window, want the 9 the other left", n)
 		}
 	})
 }
