@@ -168,15 +168,16 @@ func (p *Pacer) share(now time.Time, a Ask) (held bool, until time.Time) {
 		return false, time.Time{}
 	}
 	me := p.agents[a.Agent]
-	working := 1
+	var others []*paceAgent // at work, a's own agent left out
 	for _, s := range p.agents {
 		if s != me && p.atWork(s, now) {
-			working++
+			others = append(others, s)
 		}
 	}
-	if working < 2 {
+	if len(others) == 0 {
 		return false, time.Time{}
 	}
+	working := len(others) + 1
 	for d := range numDims {
 		x := &p.d[d]
 		n := float64(a.Cost.of(d))
@@ -192,8 +193,8 @@ func (p *Pacer) share(now time.Time, a Ask) (held bool, until time.Time) {
 		}
 		owed := 0.0
 		var wake time.Time
-		for _, s := range p.agents {
-			if s == me || s.class < a.Class || !p.atWork(s, now) {
+		for _, s := range others {
+			if s.class < a.Class {
 				continue
 			}
 			u := s.usedIn(d, x.n)
