@@ -206,10 +206,8 @@ def turns_per_window(mock, window: float) -> list[list[int]]:
     request after the one before it has expired."""
     agents = sorted({a for a, _, _ in mock.served})
     out: list[dict[str, int]] = []
-    start = None
+    start = mock._rate_state_started
     for agent, arrived, _ in sorted(mock.served, key=lambda r: r[1]):
-        if start is None:
-            start = mock._rate_state_started
         if not out or arrived >= start + window:
             if out:
                 start = arrived

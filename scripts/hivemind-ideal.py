@@ -65,17 +65,17 @@ def main() -> None:
         sys.exit(f"hivemind-ideal: {args.scenario} fits one window; its floor is the latency chain")
     per_window = limit // agents  # each agent's turns in every window but the last
     last = turns - per_window * (windows - 1)
-    if last <= 0 or per_window * agents > limit:
+    if last <= 0 or last * agents > limit:
         sys.exit(f"hivemind-ideal: {args.scenario} does not split evenly by agent; not modelled")
+    floor_last = math.ceil((total - limit * (windows - 1)) / agents)  # the floor's turns in the last window
     first_left = args.window if args.first_left is None else args.first_left
     start = first_left + (windows - 2) * args.window  # the last window opens
     ratios = []
     for _ in range(args.trials):
         lat = [[latency() for _ in range(turns)] for _ in range(agents)]
         mean = sum(map(sum, lat)) / total
-        floor_last = math.ceil((total - limit * (windows - 1)) / agents)
         floor = start + floor_last * mean + (floor_last - 1) * PAUSE
-        chain = max(sum(a[:turns]) + (turns - 1) * PAUSE for a in lat)
+        chain = max(sum(a) + (turns - 1) * PAUSE for a in lat)
         wall = max(start + max(sum(a[turns - last:]) + (last - 1) * PAUSE for a in lat), chain)
         ratios.append(wall / max(floor, chain))
     ratios.sort()
